@@ -1,0 +1,358 @@
+// Package model is the queue's sequential specification: what a correct queue answers to each
+// operation, given the database time at which it runs. It does no I/O; the harness feeds it the
+// real queue's answers and it says whether they were legal and which promise they broke.
+package model
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// State is a job's lifecycle state, spelled as the seed's state column spells it.
+type State string
+
+const (
+	Ready   State = "ready"
+	Running State = "running"
+	Done    State = "done"
+)
+
+// Order is what a queue promises about which eligible job a claim returns.
+type Order string
+
+const (
+	// LowestID: the lowest-id eligible, unlocked job (the seed's ORDER BY id).
+	LowestID Order = "lowest-id"
+	// Any: any eligible, unlocked job (queues ordered by priority, schedule or lease expiry).
+	Any Order = "any"
+)
+
+// ExpireBy is how far into the past the expire hook moves a lease, as the seed's test hook does.
+const ExpireBy = time.Second
+
+// Job is one row as the specification sees it. LeaseUntil is in model time (see Queue.Now).
+type Job struct {
+	ID         int64
+	State      State
+	Generation int64
+	LeaseUntil time.Duration
+	Locked     bool // row-locked by another session's open transaction
+}
+
+// LeaseLive reports whether a running job's lease has not run out at time now.
+func (j Job) LeaseLive(now time.Duration) bool { return j.State == Running && j.LeaseUntil > now }
+
+// Eligible reports whether a claim at time now may take this job (ignoring row locks).
+func (j Job) Eligible(now time.Duration) bool {
+	return j.State == Ready || (j.State == Running && j.LeaseUntil < now)
+}
+
+// Queue is the specification's whole state. Times are durations on one clock that the harness
+// advances; only comparisons between them matter, so the origin is arbitrary.
+type Queue struct {
+	Order Order
+	jobs  map[int64]*Job
+	ids   []int64 // ascending
+	// completions counts accepted completions per job (property 4 wants at most one).
+	completions map[int64]int
+}
+
+// New returns an empty queue that promises the given claim order.
+func New(order Order) *Queue {
+	if order == "" {
+		order = LowestID
+	}
+	return &Queue{Order: order, jobs: map[int64]*Job{}, completions: map[int64]int{}}
+}
+
+// Clone returns an independent copy, for callers that explore what-ifs.
+func (q *Queue) Clone() *Queue {
+	c := New(q.Order)
+	for _, id := range q.ids {
+		j := *q.jobs[id]
+		c.jobs[id] = &j
+		c.ids = append(c.ids, id)
+	}
+	for id, n := range q.completions {
+		c.completions[id] = n
+	}
+	return c
+}
+
+// Jobs returns a copy of every job, ordered by id.
+func (q *Queue) Jobs() []Job {
+	out := make([]Job, 0, len(q.ids))
+	for _, id := range q.ids {
+		out = append(out, *q.jobs[id])
+	}
+	return out
+}
+
+// Job returns one job and whether it exists.
+func (q *Queue) Job(id int64) (Job, bool) {
+	j, ok := q.jobs[id]
+	if !ok {
+		return Job{}, false
+	}
+	return *j, true
+}
+
+// Len is the number of enqueued jobs.
+func (q *Queue) Len() int { return len(q.ids) }
+
+// Violation is a broken promise: which property of the specification and what happened.
+type Violation struct {
+	Property int    // the property's number in the design reference
+	Name     string // its short name
+	Detail   string
+}
+
+func (v *Violation) Error() string {
+	return fmt.Sprintf("property %d (%s): %s", v.Property, v.Name, v.Detail)
+}
+
+// The properties, numbered as in the design reference.
+const (
+	PFencing      = 1
+	PExclusion    = 2
+	PGenerations  = 3
+	PDoneOnce     = 4
+	PSkipLocked   = 5
+	PRecovery     = 6
+	PLinearizable = 7
+	PDBTime       = 8
+	PNoErrors     = 9
+	PClaimOrder   = 0 // the sequential claim-order promise declared in queue.json
+)
+
+var propertyNames = map[int]string{
+	PClaimOrder:   "claim order",
+	PFencing:      "fencing",
+	PExclusion:    "mutual exclusion",
+	PGenerations:  "generations",
+	PDoneOnce:     "done at most once",
+	PSkipLocked:   "skip, don't wait",
+	PRecovery:     "recovery",
+	PLinearizable: "linearizability",
+	PDBTime:       "database time",
+	PNoErrors:     "no unexpected errors",
+}
+
+// PropertyName returns the short name of a numbered property.
+func PropertyName(p int) string { return propertyNames[p] }
+
+// Violate builds a Violation for property p.
+func Violate(p int, format string, args ...any) *Violation {
+	return &Violation{Property: p, Name: propertyNames[p], Detail: fmt.Sprintf(format, args...)}
+}
+
+// Enqueue records a job the queue created with the given id. Ids must be new and ascending:
+// the specification (and lowest-id order) relies on ids increasing with enqueue order.
+func (q *Queue) Enqueue(id int64) error {
+	if _, dup := q.jobs[id]; dup {
+		return Violate(PRecovery, "enqueue returned id %d, which already exists", id)
+	}
+	if n := len(q.ids); n > 0 && id < q.ids[n-1] {
+		return Violate(PClaimOrder, "enqueue returned id %d after id %d: ids must ascend", id, q.ids[n-1])
+	}
+	q.jobs[id] = &Job{ID: id, State: Ready}
+	q.ids = append(q.ids, id)
+	return nil
+}
+
+// Claimable returns the jobs a claim at time now may legally return, in the order the queue
+// promises to prefer them (for LowestID only the first is legal).
+func (q *Queue) Claimable(now time.Duration) []int64 {
+	var out []int64
+	for _, id := range q.ids {
+		j := q.jobs[id]
+		if j.Eligible(now) && !j.Locked {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Claim checks a claim's answer (ok=false: no row) at time now with lease length lease, and applies
+// it. It returns a Violation when the answer is not one the specification allows.
+func (q *Queue) Claim(now, lease time.Duration, ok bool, id, gen int64) error {
+	claimable := q.Claimable(now)
+	if !ok {
+		if len(claimable) > 0 {
+			return Violate(PRecovery, "claim returned no job, but job %d is eligible and unlocked (%s)", claimable[0], q.describe(claimable[0], now))
+		}
+		return nil
+	}
+	j, exists := q.jobs[id]
+	if !exists {
+		return Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
+	}
+	switch {
+	case j.State == Done:
+		return Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
+	case j.LeaseLive(now):
+		return Violate(PExclusion, "claim returned job %d, whose generation %d still holds a live lease", id, j.Generation)
+	case j.Locked:
+		return Violate(PSkipLocked, "claim returned job %d, which another session holds row-locked", id)
+	case j.State == Running && !j.Eligible(now):
+		return Violate(PExclusion, "claim returned job %d at the instant its lease ends", id)
+	}
+	if gen != j.Generation+1 {
+		return Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, gen, j.Generation, j.Generation+1)
+	}
+	if q.Order == LowestID && claimable[0] != id {
+		return Violate(PClaimOrder, "claim returned job %d, but job %d is the lowest eligible unlocked id", id, claimable[0])
+	}
+	j.State, j.Generation, j.LeaseUntil = Running, gen, now+lease
+	return nil
+}
+
+// CompleteWouldSucceed is the specification of complete(id, gen) at time now.
+func (q *Queue) CompleteWouldSucceed(now time.Duration, id, gen int64) bool {
+	j, ok := q.jobs[id]
+	return ok && j.State == Running && j.Generation == gen && j.LeaseUntil > now
+}
+
+// Complete checks the number of rows a complete(id, gen) at time now reported, and applies it.
+func (q *Queue) Complete(now time.Duration, id, gen, rows int64) error {
+	want := q.CompleteWouldSucceed(now, id, gen)
+	j := q.jobs[id]
+	switch {
+	case rows != 0 && rows != 1:
+		return Violate(PFencing, "complete(%d, gen %d) reported %d rows; a completion changes 0 or 1", id, gen, rows)
+	case want && rows == 0:
+		return Violate(PFencing, "complete(%d, gen %d) by the current owner with a live lease changed 0 rows", id, gen)
+	case !want && rows == 1:
+		return q.whyNotComplete(now, id, gen, j)
+	}
+	if want {
+		j.State = Done
+		q.completions[id]++
+	}
+	return nil
+}
+
+func (q *Queue) whyNotComplete(now time.Duration, id, gen int64, j *Job) error {
+	switch {
+	case j == nil:
+		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d does not exist", id, gen, id)
+	case j.State == Done:
+		return Violate(PDoneOnce, "complete(%d, gen %d) changed 1 row, but the job was already done", id, gen)
+	case j.State != Running:
+		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the job is %s, not running", id, gen, j.State)
+	case j.Generation != gen:
+		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the current generation is %d: a stale generation completed the job", id, gen, j.Generation)
+	default:
+		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but its lease had expired", id, gen)
+	}
+}
+
+// Expire applies the test hook that moves a job's lease into the past.
+func (q *Queue) Expire(now time.Duration, id int64) {
+	if j, ok := q.jobs[id]; ok {
+		j.LeaseUntil = now - ExpireBy
+	}
+}
+
+// Lock and Unlock record another session taking and releasing a row lock on a job.
+func (q *Queue) Lock(id int64) {
+	if j, ok := q.jobs[id]; ok {
+		j.Locked = true
+	}
+}
+
+func (q *Queue) Unlock(id int64) {
+	if j, ok := q.jobs[id]; ok {
+		j.Locked = false
+	}
+}
+
+// Completions is the number of accepted completions of a job.
+func (q *Queue) Completions(id int64) int { return q.completions[id] }
+
+// Row is a job as the queue's snapshot reports it. LeaseLive matters only for running jobs.
+type Row struct {
+	ID         int64
+	State      State
+	Generation int64
+	LeaseLive  bool
+}
+
+func (r Row) String() string {
+	s := fmt.Sprintf("%d:%s/g%d", r.ID, r.State, r.Generation)
+	if r.State == Running {
+		if r.LeaseLive {
+			s += "/live"
+		} else {
+			s += "/expired"
+		}
+	}
+	return s
+}
+
+// Snapshot is what the queue's snapshot must equal at time now.
+func (q *Queue) Snapshot(now time.Duration) []Row {
+	out := make([]Row, 0, len(q.ids))
+	for _, id := range q.ids {
+		j := q.jobs[id]
+		out = append(out, Row{ID: id, State: j.State, Generation: j.Generation, LeaseLive: j.LeaseLive(now)})
+	}
+	return out
+}
+
+// CheckSnapshot compares a queue's snapshot with the specification at time now. The first
+// difference is reported as a violation of the property it breaks.
+func (q *Queue) CheckSnapshot(now time.Duration, got []Row) error {
+	want := q.Snapshot(now)
+	if !sort.SliceIsSorted(got, func(a, b int) bool { return got[a].ID < got[b].ID }) {
+		return Violate(PRecovery, "snapshot is not ordered by id: %v", got)
+	}
+	gi := map[int64]Row{}
+	for _, r := range got {
+		gi[r.ID] = r
+	}
+	for _, w := range want {
+		g, ok := gi[w.ID]
+		if !ok {
+			return Violate(PRecovery, "job %d is missing from the queue (lost)", w.ID)
+		}
+		if g.State != w.State {
+			p := PRecovery
+			if w.State == Done || g.State == Done {
+				p = PDoneOnce
+			}
+			return Violate(p, "job %d is %s in the queue, but the specification says %s", w.ID, g.State, w.State)
+		}
+		if g.Generation != w.Generation {
+			return Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", w.ID, g.Generation, w.Generation)
+		}
+		if w.State == Running && g.LeaseLive != w.LeaseLive {
+			return Violate(PDBTime, "job %d's lease is %s in the queue, but the specification says %s", w.ID, liveWord(g.LeaseLive), liveWord(w.LeaseLive))
+		}
+	}
+	if len(got) != len(want) {
+		for _, r := range got {
+			if _, ok := q.jobs[r.ID]; !ok {
+				return Violate(PRecovery, "the queue holds job %d, which was never enqueued", r.ID)
+			}
+		}
+		return Violate(PRecovery, "the queue holds %d rows, the specification %d", len(got), len(want))
+	}
+	return nil
+}
+
+func liveWord(b bool) string {
+	if b {
+		return "live"
+	}
+	return "expired"
+}
+
+func (q *Queue) describe(id int64, now time.Duration) string {
+	j := q.jobs[id]
+	if j.State == Running {
+		return fmt.Sprintf("running, generation %d, lease expired", j.Generation)
+	}
+	return string(j.State)
+}

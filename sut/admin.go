@@ -1,0 +1,67 @@
+package sut
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// WaitFor polls pg_stat_activity until the backend pid shows the given wait event (for
+// example "PgSleep"), so the harness knows a session reached a point instead of guessing a delay.
+func (in *Installed) WaitFor(ctx context.Context, pid uint32, waitEvent string) error {
+	return in.poll(ctx, fmt.Sprintf("backend %d to wait in %s", pid, waitEvent), func() (bool, error) {
+		var n int
+		err := in.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid=$1 AND wait_event=$2`, int32(pid), waitEvent).Scan(&n)
+		return n == 1, err
+	})
+}
+
+// WaitGone polls until backend pid has left pg_stat_activity (a terminated backend exits
+// asynchronously; its locks are released only once it is gone).
+func (in *Installed) WaitGone(ctx context.Context, pid uint32) error {
+	return in.poll(ctx, fmt.Sprintf("backend %d to exit", pid), func() (bool, error) {
+		var n int
+		err := in.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid=$1`, int32(pid)).Scan(&n)
+		return n == 0, err
+	})
+}
+
+// Blocked reports the pids holding locks that backend pid waits for (empty: not blocked).
+func (in *Installed) Blocked(ctx context.Context, pid uint32) ([]int32, error) {
+	var pids []int32
+	err := in.admin.QueryRow(ctx, `SELECT pg_blocking_pids($1)`, int32(pid)).Scan(&pids)
+	return pids, err
+}
+
+// Cancel cancels the statement backend pid runs (pg_cancel_backend).
+func (in *Installed) Cancel(ctx context.Context, pid uint32) error {
+	_, err := in.admin.Exec(ctx, `SELECT pg_cancel_backend($1)`, int32(pid))
+	return err
+}
+
+// Terminate ends backend pid (pg_terminate_backend) and waits until it has exited.
+func (in *Installed) Terminate(ctx context.Context, pid uint32) error {
+	if _, err := in.admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, int32(pid)); err != nil {
+		return err
+	}
+	return in.WaitGone(ctx, pid)
+}
+
+func (in *Installed) poll(ctx context.Context, what string, done func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
+		ok, err := done()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %s", what, oneLine(err))
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: gave up after 10s", what)
+		case <-time.After(delay):
+		}
+	}
+}

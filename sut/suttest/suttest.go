@@ -1,0 +1,48 @@
+// Package suttest gives tests a queue installed in a database of its own on the shared server,
+// dropped when the test ends.
+package suttest
+
+import (
+	"context"
+	"testing"
+
+	"pgqcheck/sut"
+	"pgqcheck/sut/pgserver"
+)
+
+// Install creates a database on the process's shared server, installs q in it and registers
+// its removal. The server is the one PGQCHECK_PG selects; an unavailable one fails the test
+// with the harness's one-line explanation.
+func Install(tb testing.TB, q *sut.Queue) *sut.Installed {
+	tb.Helper()
+	ctx := context.Background()
+	srv, err := pgserver.Shared(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db, err := srv.CreateDatabase(ctx, "pgqcheck_"+q.Name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := db.Drop(context.Background()); err != nil {
+			tb.Errorf("dropping %s: %v", db.Name, err)
+		}
+	})
+	in, err := sut.Install(ctx, db.DSN, q)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(in.Close)
+	return in
+}
+
+// Queues returns the queues a suite judges (sut.Under), failing the test on a bad folder.
+func Queues(tb testing.TB) []*sut.Queue {
+	tb.Helper()
+	qs, err := sut.Under()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return qs
+}

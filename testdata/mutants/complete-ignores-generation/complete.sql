@@ -1,0 +1,7 @@
+-- Bug: completion does not check the generation, so a stale worker completes a reclaimed job.
+WITH completed AS (
+  UPDATE jobs SET state='done'
+  WHERE id=$1 AND state='running' AND $2::bigint IS NOT NULL
+    AND lease_until>clock_timestamp()
+  RETURNING id
+) SELECT count(*) FROM completed
