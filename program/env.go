@@ -19,9 +19,9 @@ import (
 // lands within a few milliseconds of a 1 s lease; the late one 500 ms after it ran out), so the
 // outcome never depends on scheduling noise and a run stays deterministic for shrinking.
 const (
-	LongLease  = time.Hour
+	LongLease     = time.Hour
 	ShortLeaseLen = time.Second
-	LatePause  = ShortLeaseLen + 500*time.Millisecond
+	LatePause     = ShortLeaseLen + 500*time.Millisecond
 	// EarlyBudget is how long an early completion may take after its claim before the run
 	// reports timing noise rather than a verdict.
 	EarlyBudget = ShortLeaseLen / 2
