@@ -27,7 +27,7 @@ const (
 	EarlyBudget = ShortLeaseLen / 2
 	// lockTimeout: in a sequential run nothing ever legitimately waits for a row lock, so any
 	// wait is a finding (properties 5 and 9); a short timeout turns it into an error fast.
-	lockTimeout = 200 * time.Millisecond
+	lockTimeout = 20 * time.Millisecond
 )
 
 // Token is what a claim hands a worker: the job and the generation it must present.

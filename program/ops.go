@@ -132,6 +132,31 @@ func (o Expire) Run(ctx context.Context, e *Env) (string, error) {
 	return "", nil
 }
 
+// Pause: worker W stops past its lease (the seed's hard case). Its newest job's lease is
+// expired, so another worker may reclaim it while W still holds the old token.
+type Pause struct{ W int }
+
+func (o Pause) String() string { return fmt.Sprintf("w%d pause past lease", o.W) }
+func (o Pause) job(e *Env) (int64, bool) {
+	if o.W >= len(e.Workers) || len(e.Workers[o.W].Tokens) == 0 {
+		return 0, false
+	}
+	ts := e.Workers[o.W].Tokens
+	return ts[len(ts)-1].ID, true
+}
+func (o Pause) Applicable(e *Env) bool {
+	id, ok := o.job(e)
+	return ok && Expire{Job: id}.Applicable(e)
+}
+func (o Pause) Run(ctx context.Context, e *Env) (string, error) {
+	id, _ := o.job(e)
+	a, err := Expire{Job: id}.Run(ctx, e)
+	if a == "" {
+		a = fmt.Sprintf("job %d's lease expired", id)
+	}
+	return a, err
+}
+
 // Lock: locker L opens a transaction and row-locks a job, as the seed's manual-locker does.
 type Lock struct {
 	L   int

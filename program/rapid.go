@@ -47,6 +47,7 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 		},
 		"expire": func(t *rapid.T) { step(t, Expire{Job: job(t)}) },
 		"crash":  func(t *rapid.T) { step(t, Crash{W: worker(t)}) },
+		"pause":  func(t *rapid.T) { step(t, Pause{W: worker(t)}) },
 		"drain": func(t *rapid.T) {
 			rare(t, 4)
 			step(t, Drain{W: worker(t)})

