@@ -1,0 +1,98 @@
+package sut_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pgqcheck/model"
+	"pgqcheck/sut"
+)
+
+// copySeed writes the built-in seed queue into a temp folder, with edits applied
+// (an empty string removes the file).
+func copySeed(t *testing.T, edits map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	q := sut.MustBuiltin("seed")
+	files := map[string]string{
+		sut.FileSchema: q.Schema, sut.FileEnqueue: q.Enqueue, sut.FileClaim: q.Claim,
+		sut.FileComplete: q.Complete, sut.FileExpire: q.Expire, sut.FileSnapshot: q.Snapshot,
+		sut.FileLock: q.Lock,
+	}
+	for f, text := range edits {
+		files[f] = text
+	}
+	for f, text := range files {
+		if text == "" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestLoadDirErrors(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		edits map[string]string
+		want  string
+	}{
+		{"missing claim", map[string]string{sut.FileClaim: ""}, "claim.sql: missing; the contract needs this file"},
+		{"blank complete", map[string]string{sut.FileComplete: "  \n"}, ""},
+		{"two statements", map[string]string{sut.FileExpire: "SELECT 1; SELECT 2"}, "expire.sql: holds more than one statement"},
+		{"bad json", map[string]string{sut.FileConfig: "{claim_order: any}"}, "queue.json: not valid"},
+		{"unknown order", map[string]string{sut.FileConfig: `{"claim_order": "fifo"}`}, `claim_order "fifo" is unknown`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := sut.LoadDir(copySeed(t, c.edits))
+			if c.name == "blank complete" {
+				// Whitespace only is as good as missing content: named and explained.
+				c.want = "complete.sql: empty; the contract expects"
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), "pgqcheck: ") {
+				t.Fatalf("error is not one pgqcheck line: %q", err)
+			}
+		})
+	}
+	if _, err := sut.LoadDir(filepath.Join(t.TempDir(), "nope")); err == nil || !strings.Contains(err.Error(), "PGQCHECK_SQL_DIR must name a folder") {
+		t.Fatalf("missing folder: %v", err)
+	}
+}
+
+func TestLoadDirAccepts(t *testing.T) {
+	dir := copySeed(t, map[string]string{
+		sut.FileConfig: `{"claim_order": "any"}`,
+		sut.FileLock:   "",
+		// A semicolon inside a comment or a string is not a second statement.
+		sut.FileExpire: "-- moves the lease; as the seed does\nUPDATE jobs SET lease_until=clock_timestamp()-interval '1 second' WHERE id=$1 AND ';'=';';",
+	})
+	q, err := sut.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Order != model.Any || q.Lock != "" || strings.HasSuffix(q.Expire, ";") {
+		t.Fatalf("loaded %+v", q)
+	}
+}
+
+func TestBuiltins(t *testing.T) {
+	names := sut.Builtins()
+	if len(names) < 3 || names[0] != sut.DefaultQueue {
+		t.Fatalf("built-ins %v: want the seed first and the correct variants after it", names)
+	}
+	for _, n := range names {
+		if _, err := sut.Builtin(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sut.Builtin("nope"); err == nil || !strings.Contains(err.Error(), "choose one of seed") {
+		t.Fatalf("unknown built-in: %v", err)
+	}
+}
