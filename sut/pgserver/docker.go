@@ -1,0 +1,340 @@
+package pgserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	stdlog "log"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	"github.com/testcontainers/testcontainers-go/modules/postgres"
+	"github.com/testcontainers/testcontainers-go/wait"
+)
+
+// Labels put on every container this package starts, so that a stray one
+// can be found: docker ps -a --filter label=pgqcheck=1
+const (
+	LabelApp  = "pgqcheck"      // always "1"
+	LabelPID  = "pgqcheck.pid"  // pid of the process that started it
+	LabelHost = "pgqcheck.host" // hostname of that process
+)
+
+const (
+	dockerCheckTimeout = 3 * time.Second  // engine health and image inspect
+	dockerReadyTimeout = 60 * time.Second // container start until Postgres answers
+	dockerStopTimeout  = 30 * time.Second
+)
+
+type dockerServer struct {
+	ctr *postgres.PostgresContainer
+	id  string
+}
+
+var tcOnce sync.Once
+
+// prepareTestcontainers runs once before the first Docker provider is made.
+//
+// It sets TESTCONTAINERS_RYUK_DISABLED=true unless the user set it: Ryuk,
+// testcontainers' reaper, runs from the testcontainers/ryuk image, which
+// cannot be pulled where no registry is reachable, and container starts would
+// fail on it. Our containers are removed by Server.Close instead (and by
+// CleanupOnInterrupt on Ctrl-C; a container left by a killed process is
+// removed by the next start on the same host, see sweepStaleContainers).
+// testcontainers reads its configuration once per process, hence "before the
+// first provider".
+//
+// It points testcontainers at 127.0.0.1 for published ports when the Docker
+// engine shares our network namespace although we run inside a container
+// (see localEngineHost).
+//
+// It also quiets testcontainers' default logger, which prints a multi-line
+// "Connected to docker" report on first contact; a logger set by the program
+// is left alone. Failures come back as our own one-line errors.
+func prepareTestcontainers() {
+	tcOnce.Do(func() {
+		if _, std := tclog.Default().(*stdlog.Logger); std {
+			tclog.SetDefault(quietLogger)
+		}
+		if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
+			_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+		}
+		if _, set := os.LookupEnv("TESTCONTAINERS_HOST_OVERRIDE"); !set && localEngineHost() {
+			_ = os.Setenv("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
+		}
+	})
+}
+
+// localEngineHost reports whether published ports are to be reached on
+// 127.0.0.1 although testcontainers would not use it. Inside a container
+// (/.dockerenv) with a unix-socket engine, testcontainers assumes a sibling
+// container and uses the bridge or default gateway. When the engine runs in
+// this very container, as on Docker-in-Docker CI machines, its docker0 bridge
+// is one of our interfaces and its port proxies listen on our loopback, while
+// the default gateway is some other machine.
+func localEngineHost() bool {
+	if _, err := os.Stat("/.dockerenv"); err != nil {
+		return false
+	}
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		return false
+	}
+	_, err := net.InterfaceByName("docker0")
+	return err == nil
+}
+
+// quietLogger keeps testcontainers' multi-line chatter off the test output;
+// failures are reported through our own one-line errors.
+var quietLogger = tclog.NewNoopLogger()
+
+// dockerProvider returns a provider whose engine answered a health check.
+func dockerProvider(ctx context.Context) (*testcontainers.DockerProvider, error) {
+	prepareTestcontainers()
+	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(quietLogger))
+	if err != nil {
+		return nil, err
+	}
+	hctx, cancel := context.WithTimeout(ctx, dockerCheckTimeout)
+	defer cancel()
+	if err := p.Health(hctx); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// imagePresent reports whether image is in the engine's local store, and
+// the PGDATA its environment sets ("" if none).
+func imagePresent(ctx context.Context, c client.APIClient, image string) (bool, string, error) {
+	ictx, cancel := context.WithTimeout(ctx, dockerCheckTimeout)
+	defer cancel()
+	res, err := c.ImageInspect(ictx, image)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return false, "", nil
+		}
+		return false, "", err
+	}
+	pgdata := ""
+	if res.Config != nil {
+		for _, e := range res.Config.Env {
+			if v, ok := strings.CutPrefix(e, "PGDATA="); ok {
+				pgdata = v
+			}
+		}
+	}
+	return true, pgdata, nil
+}
+
+// dockerUsable says why auto cannot use docker ("" if it can).
+func dockerUsable(ctx context.Context, image string) string {
+	p, err := dockerProvider(ctx)
+	if err != nil {
+		return "no engine answers (" + rootCause(err) + ")"
+	}
+	defer p.Close()
+	ok, _, err := imagePresent(ctx, p.Client(), image)
+	if err != nil {
+		return "cannot inspect image " + image + " (" + rootCause(err) + ")"
+	}
+	if !ok {
+		return "image " + image + " is not present"
+	}
+	return ""
+}
+
+func imageMissingError(image string) error {
+	return errorf("image %s is not present and no registry is reachable; build one with scripts/build-pg-image.sh (PGQCHECK_IMAGE=pgqcheck/postgres:15) or use PGQCHECK_PG=local", image)
+}
+
+// startDocker runs image through testcontainers' postgres module. It never
+// pulls: a missing image is an error at once.
+func startDocker(ctx context.Context, image string) (*Server, error) {
+	p, err := dockerProvider(ctx)
+	if err != nil {
+		return nil, errorf("PGQCHECK_PG=docker but no Docker engine answers (%s); start Docker or use PGQCHECK_PG=local", rootCause(err))
+	}
+	defer p.Close()
+	present, pgdata, err := imagePresent(ctx, p.Client(), image)
+	if err != nil {
+		return nil, errorf("cannot inspect image %s (%s)", image, rootCause(err))
+	}
+	if !present {
+		return nil, imageMissingError(image)
+	}
+	sweepStaleContainers(ctx, p.Client())
+	if pgdata == "" {
+		pgdata = "/var/lib/postgresql/data"
+	}
+
+	host, _ := os.Hostname()
+	runCtx, cancel := context.WithTimeout(ctx, dockerReadyTimeout+30*time.Second)
+	defer cancel()
+	ctr, err := postgres.Run(runCtx, image,
+		testcontainers.WithLogger(quietLogger),
+		testcontainers.WithLabels(map[string]string{
+			LabelApp:  "1",
+			LabelPID:  strconv.Itoa(os.Getpid()),
+			LabelHost: host,
+		}),
+		// The module's command is "postgres -c fsync=off"; add the rest of
+		// the settings the local backend uses.
+		testcontainers.WithCmdArgs(
+			"-c", "synchronous_commit=off",
+			"-c", "full_page_writes=off",
+			"-c", "max_connections=200",
+		),
+		// The cluster lives in memory: with the fuse-overlayfs storage
+		// driver initdb alone took 2.5 s on the container's own layer and
+		// 0.8 s on a tmpfs. The owner is the image's postgres user (uid
+		// 999 in Debian-based images and ours; an entrypoint that starts
+		// as root, like the official one's, chowns it anyway).
+		testcontainers.WithTmpfs(map[string]string{pgdata: "rw,uid=999,gid=999,mode=0700"}),
+		// The module sets no wait strategy. The official image logs "ready
+		// to accept connections" twice (its init server listens on the
+		// socket only), an image from scripts/build-pg-image.sh once: a
+		// session over the mapped port is the test that fits both.
+		testcontainers.WithWaitStrategyAndDeadline(dockerReadyTimeout+5*time.Second, pgReady{timeout: dockerReadyTimeout}),
+	)
+	if err != nil {
+		if ctr != nil {
+			_ = terminate(ctr)
+		}
+		return nil, errorf("docker container from image %s did not start: %s", image, rootCause(err))
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = terminate(ctr)
+		}
+	}()
+	h, err := ctr.Host(ctx)
+	if err != nil {
+		return nil, errorf("docker: cannot get the container host: %s", rootCause(err))
+	}
+	port, err := ctr.MappedPort(ctx, "5432/tcp")
+	if err != nil {
+		return nil, errorf("docker: cannot get the mapped port: %s", rootCause(err))
+	}
+	addr := net.JoinHostPort(h, port.Port())
+	id := ctr.GetContainerID()
+	short := id
+	if len(short) > 12 {
+		short = short[:12]
+	}
+	where := fmt.Sprintf("container %s (image %s) at %s", short, image, addr)
+	dsnFor := func(db string) string {
+		return fmt.Sprintf("postgres://postgres:postgres@%s/%s?sslmode=disable", addr, db)
+	}
+	s, err := newServer(ctx, BackendDocker, where, dsnFor, "postgres")
+	if err != nil {
+		return nil, err
+	}
+	d := &dockerServer{ctr: ctr, id: id}
+	s.docker = d
+	s.stop = func() error {
+		if err := terminate(ctr); err != nil {
+			return errorf("docker: cannot remove container %s: %s", short, rootCause(err))
+		}
+		return nil
+	}
+	ok = true
+	return s, nil
+}
+
+func terminate(ctr testcontainers.Container) error {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerStopTimeout)
+	defer cancel()
+	return testcontainers.TerminateContainer(ctr, testcontainers.StopContext(ctx), testcontainers.StopTimeout(5*time.Second))
+}
+
+// sweepStaleContainers removes containers labelled by a process of this host
+// that no longer exists (killed before it could clean up).
+func sweepStaleContainers(ctx context.Context, c client.APIClient) {
+	host, _ := os.Hostname()
+	lctx, cancel := context.WithTimeout(ctx, dockerCheckTimeout)
+	defer cancel()
+	res, err := c.ContainerList(lctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", LabelApp+"=1"),
+	})
+	if err != nil {
+		return
+	}
+	for _, ct := range res.Items {
+		if ct.Labels[LabelHost] != host {
+			continue
+		}
+		pid, err := strconv.Atoi(ct.Labels[LabelPID])
+		if err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		_, _ = c.ContainerRemove(lctx, ct.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	}
+}
+
+// pgReady waits until a session over the mapped port answers SELECT 1,
+// and fails at once if the container exits meanwhile.
+type pgReady struct {
+	timeout time.Duration
+}
+
+func (w pgReady) Timeout() *time.Duration { return &w.timeout }
+
+func (w pgReady) String() string { return "a Postgres session on 5432/tcp" }
+
+func (w pgReady) WaitUntilReady(ctx context.Context, t wait.StrategyTarget) error {
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	var last error
+	for {
+		if st, err := t.State(ctx); err == nil && !st.Running {
+			return fmt.Errorf("container stopped (status %s, exit code %d) before Postgres was ready; container log: %s",
+				st.Status, st.ExitCode, containerLogTail(t))
+		}
+		if h, err := t.Host(ctx); err != nil {
+			last = err
+		} else if port, err := t.MappedPort(ctx, "5432/tcp"); err != nil {
+			last = err
+		} else {
+			dsn := fmt.Sprintf("postgres://postgres:postgres@%s/postgres?sslmode=disable&connect_timeout=2", net.JoinHostPort(h, port.Port()))
+			actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+			conn, err := connect(actx, dsn)
+			if err == nil {
+				_, err = conn.Exec(actx, "SELECT 1")
+				conn.Close(context.Background())
+			}
+			acancel()
+			if err == nil {
+				return nil
+			}
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("Postgres did not answer within %s (last error: %s); container log: %s",
+				w.timeout, rootCause(last), containerLogTail(t))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func containerLogTail(t wait.StrategyTarget) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rc, err := t.Logs(ctx)
+	if err != nil {
+		return "(no log: " + rootCause(err) + ")"
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
+	return tail(b, 6)
+}

@@ -1,0 +1,111 @@
+package pgserver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// Interrupt handling: one handler for the whole process, closing every
+// registered server before exiting.
+var interrupt struct {
+	mu      sync.Mutex
+	servers map[*Server]bool
+	once    sync.Once
+}
+
+// CleanupOnInterrupt arranges that on SIGINT or SIGTERM the server is closed
+// (container removed, cluster stopped and deleted) and the process exits
+// with status 128+signal (130 for SIGINT). Close unregisters the server.
+func CleanupOnInterrupt(s *Server) {
+	interrupt.mu.Lock()
+	if interrupt.servers == nil {
+		interrupt.servers = map[*Server]bool{}
+	}
+	interrupt.servers[s] = true
+	interrupt.mu.Unlock()
+	interrupt.once.Do(func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		go func() {
+			sig := <-ch
+			signal.Stop(ch)
+			interrupt.mu.Lock()
+			var list []*Server
+			for s := range interrupt.servers {
+				list = append(list, s)
+			}
+			interrupt.mu.Unlock()
+			if len(list) > 0 {
+				fmt.Fprintf(os.Stderr, "pgqcheck: %v: stopping %d Postgres server(s)\n", sig, len(list))
+			}
+			for _, s := range list {
+				if err := s.Close(); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+				}
+			}
+			code := 130
+			if n, ok := sig.(syscall.Signal); ok {
+				code = 128 + int(n)
+			}
+			os.Exit(code)
+		}()
+	})
+}
+
+func unregisterInterrupt(s *Server) {
+	interrupt.mu.Lock()
+	delete(interrupt.servers, s)
+	interrupt.mu.Unlock()
+}
+
+var shared struct {
+	mu  sync.Mutex
+	srv *Server
+	err error
+}
+
+// Shared returns the server shared by this process, starting it from the
+// environment (OptionsFromEnv) on first use; Start prints its banner once.
+// It also arranges cleanup on SIGINT/SIGTERM. A test binary that uses it
+// closes it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
+func Shared(ctx context.Context) (*Server, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.srv != nil || shared.err != nil {
+		return shared.srv, shared.err
+	}
+	// Not bound to ctx beyond startup: the server lives until Main ends.
+	s, err := Start(context.WithoutCancel(ctx), OptionsFromEnv())
+	if err != nil {
+		shared.err = err
+		return nil, err
+	}
+	CleanupOnInterrupt(s)
+	shared.srv = s
+	return s, nil
+}
+
+// Main runs m.Run, then closes the shared server if it was started, and
+// returns the exit code: os.Exit(pgserver.Main(m)).
+func Main(m interface{ Run() int }) int {
+	code := m.Run()
+	shared.mu.Lock()
+	s := shared.srv
+	shared.srv, shared.err = nil, nil
+	shared.mu.Unlock()
+	if s != nil {
+		if err := s.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
