@@ -4,8 +4,12 @@ import (
 	"context"
 	"flag"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -51,8 +55,43 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 		// Each run may pause 1.5 s a few times: a fifth of the checks, unless the user chose.
 		defer fewerChecks(5)()
 	}
+	// rapid ends a failed property with FailNow; the deferred report still runs, and env then
+	// holds rapid's final replay of its shrunk case.
+	defer func() {
+		if t.Failed() {
+			saveFinding(t, program.Reduced(ctx, env, t.Name(), ""), q)
+		}
+	}()
 	rapid.Check(t, prop)
 }
+
+// saveFinding logs the reduced program and saves it where TestPropPrograms replays it on every
+// `go test`: the regression corpus.
+func saveFinding(t *testing.T, f *program.Finding, q *sut.Queue) {
+	header := map[string]string{"queue": q.Source, "found by": t.Name(), "found": time.Now().UTC().Format(time.RFC3339)}
+	replay := "go test -run PropPrograms ."
+	if os.Getenv(sut.EnvSQLDir) != "" {
+		replay = sut.EnvSQLDir + "=" + os.Getenv(sut.EnvSQLDir) + " " + replay
+	}
+	path := filepath.Join("testdata", "programs", "found", slug(t.Name())+"-"+time.Now().UTC().Format("20060102T150405")+".ops")
+	t.Logf("reduced to %d operations:\n%s", len(f.Ops), f.Report)
+	if err := writeProgram(path, f.Program(header)); err != nil {
+		t.Logf("could not save the program: %v", err)
+		return
+	}
+	t.Logf("saved %s; it replays with: %s", path, replay)
+}
+
+func writeProgram(path string, p *program.Program) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(p.Format()), 0o644)
+}
+
+var unsafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+func slug(s string) string { return strings.Trim(unsafe.ReplaceAllString(s, "_"), "_") }
 
 func newEnv(t testing.TB, q *sut.Queue) *program.Env {
 	in := suttest.Install(t, q)

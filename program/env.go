@@ -59,6 +59,7 @@ type Env struct {
 	Reader  *sut.Session
 
 	Trace []string // each executed step with the queue's answer
+	Ops   []Op     // the operations behind Trace, for reducing and saving a failure
 	next  int      // payload counter: every job gets a unique payload
 }
 
@@ -119,7 +120,7 @@ func (e *Env) Reset(ctx context.Context) error {
 		return err
 	}
 	e.Model = model.New(e.In.Queue.Order)
-	e.Now, e.Trace, e.next = 0, nil, 0
+	e.Now, e.Trace, e.Ops, e.next = 0, nil, nil, 0
 	return nil
 }
 
@@ -161,6 +162,7 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 		line = fmt.Sprintf("%-28s -> %s", line, answer)
 	}
 	e.Trace = append(e.Trace, line)
+	e.Ops = append(e.Ops, op)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"pgregory.net/rapid"
 
@@ -22,6 +23,19 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 		}
 	}
 	worker := func(t *rapid.T) int { return rapid.IntRange(0, len(e.Workers)-1).Draw(t, "worker") }
+	// holder draws among workers that hold a token, so completions and pauses rarely miss.
+	holder := func(t *rapid.T) int {
+		var ws []int
+		for i, w := range e.Workers {
+			if len(w.Tokens) > 0 {
+				ws = append(ws, i)
+			}
+		}
+		if len(ws) == 0 {
+			t.Skip("no worker holds a token")
+		}
+		return rapid.SampledFrom(ws).Draw(t, "worker")
+	}
 	job := func(t *rapid.T) int64 {
 		jobs := e.Model.Jobs()
 		if len(jobs) == 0 {
@@ -33,48 +47,67 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 		}
 		return rapid.SampledFrom(ids).Draw(t, "job")
 	}
-	// rare gates an action to about one draw in n, so slow operations stay a small share of steps.
-	rare := func(t *rapid.T, n int) {
-		if rapid.IntRange(1, n).Draw(t, "gate") != 1 {
-			t.Skip("gated")
-		}
-	}
-	actions := map[string]func(*rapid.T){
+	kinds := map[string]func(*rapid.T){
 		"enqueue": func(t *rapid.T) { step(t, Enqueue{N: rapid.IntRange(1, 3).Draw(t, "n")}) },
 		"claim":   func(t *rapid.T) { step(t, Claim{W: worker(t)}) },
 		"complete": func(t *rapid.T) {
-			step(t, Complete{W: worker(t), Back: rapid.IntRange(0, 2).Draw(t, "back")})
+			// Mostly the newest token; older ones are the stale tokens of paused workers.
+			back := rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(t, "back")
+			step(t, Complete{W: holder(t), Back: back})
 		},
+		"pause":  func(t *rapid.T) { step(t, Pause{W: holder(t)}) },
 		"expire": func(t *rapid.T) { step(t, Expire{Job: job(t)}) },
-		"crash":  func(t *rapid.T) { step(t, Crash{W: worker(t)}) },
-		"pause":  func(t *rapid.T) { step(t, Pause{W: worker(t)}) },
-		"drain": func(t *rapid.T) {
-			rare(t, 4)
-			step(t, Drain{W: worker(t)})
-		},
+		"crash":  func(t *rapid.T) { step(t, Crash{W: holder(t)}) },
+		"drain":  func(t *rapid.T) { step(t, Drain{W: worker(t)}) },
+	}
+	// Weights: the seed's hard case (claim, pause past the lease, reclaim, stale completion)
+	// needs claims, pauses and completions to dominate; a drain ends most interesting states.
+	weights := map[string]int{"enqueue": 3, "claim": 4, "complete": 4, "pause": 2, "expire": 1, "crash": 1, "drain": 1}
+	// Real-time leases cost a real pause each; they get their own property so that the main
+	// one stays fast to run and to shrink.
+	if realTime {
+		kinds["short-lease"] = func(t *rapid.T) {
+			step(t, ShortLease{W: worker(t), Late: rapid.Bool().Draw(t, "late")})
+		}
+		weights["short-lease"] = 2
+	}
+	if e.CanLock() && len(e.Lockers) > 0 {
+		locker := func(t *rapid.T) int { return rapid.IntRange(0, len(e.Lockers)-1).Draw(t, "locker") }
+		kinds["lock"] = func(t *rapid.T) { step(t, Lock{L: locker(t), Job: job(t)}) }
+		kinds["release"] = func(t *rapid.T) {
+			how := How(rapid.IntRange(int(Commit), int(Terminate)).Draw(t, "how"))
+			step(t, Release{L: locker(t), How: how})
+		}
+		weights["lock"], weights["release"] = 2, 2
+	}
+	// rapid picks actions uniformly; one action drawing from a weighted list gives the mix.
+	var weighted []string
+	for _, k := range sortedKeys(kinds) {
+		for i := 0; i < weights[k]; i++ {
+			weighted = append(weighted, k)
+		}
+	}
+	pick := rapid.SampledFrom(weighted)
+	return map[string]func(*rapid.T){
+		"op": func(t *rapid.T) { kinds[pick.Draw(t, "op")](t) },
 		"": func(t *rapid.T) {
 			if err := e.Check(ctx); err != nil {
 				Fail(t, e, err)
 			}
 		},
 	}
-	// Real-time leases cost a real pause each; they get their own property so that the main
-	// one stays fast to run and to shrink.
-	if realTime {
-		actions["short-lease"] = func(t *rapid.T) {
-			rare(t, 3)
-			step(t, ShortLease{W: worker(t), Late: rapid.Bool().Draw(t, "late")})
-		}
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+// sortedKeys gives a fixed order, so the same draws give the same program on every run.
+func sortedKeys(m map[string]func(*rapid.T)) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	if e.CanLock() && len(e.Lockers) > 0 {
-		locker := func(t *rapid.T) int { return rapid.IntRange(0, len(e.Lockers)-1).Draw(t, "locker") }
-		actions["lock"] = func(t *rapid.T) { step(t, Lock{L: locker(t), Job: job(t)}) }
-		actions["release"] = func(t *rapid.T) {
-			how := How(rapid.IntRange(int(Commit), int(Terminate)).Draw(t, "how"))
-			step(t, Release{L: locker(t), How: how})
-		}
-	}
-	return actions
+	sort.Strings(keys)
+	return keys
 }
 
 // Fail stops the run with the violated property, the program so far and the snapshot. Each

@@ -10,30 +10,31 @@ import (
 	"pgregory.net/rapid"
 )
 
-// Finding is what a search outside `go test` found: rapid's shrunk failure text.
+// Finding is what a search outside `go test` found, after rapid's shrinking and Reduce.
 type Finding struct {
-	Name   string // the name the search ran under (rapid's fail files are named after it)
-	Output string // everything rapid reported, the shrunk program included
+	Name        string // the name the search ran under (rapid's fail files are named after it)
+	Err         error  // the reduced program's verdict
+	Ops         []Op   // the reduced program
+	Report      string // the verdict, the numbered program with the queue's answers, the model
+	RapidOutput string // everything rapid reported
 }
 
-// Verdict returns the first line of the shrunk failure: "property N (name): ...".
-func (f *Finding) Verdict() string {
-	for _, l := range strings.Split(f.Output, "\n") {
-		if i := strings.Index(l, "property "); i >= 0 {
-			return strings.TrimSpace(l[i:])
-		}
+// Verdict is the one-line verdict: "property N (name): ...".
+func (f *Finding) Verdict() string { return strings.SplitN(f.Err.Error(), "\n", 2)[0] }
+
+// Program returns the reduced program with a header saying what it was found against.
+func (f *Finding) Program(header map[string]string) *Program {
+	h := map[string]string{"verdict": f.Verdict()}
+	for k, v := range header {
+		h[k] = v
 	}
-	for _, l := range strings.Split(f.Output, "\n") {
-		if s := strings.TrimSpace(l); s != "" && !strings.HasPrefix(s, "[rapid]") {
-			return s
-		}
-	}
-	return "failed"
+	return &Program{Header: h, Ops: f.Ops}
 }
 
 // Search runs the state-machine property against env outside `go test` (campaigns, the
 // mutants table), with rapid's usual checks, shrinking and fail files. name becomes the fail
-// file's name, as a test name would. It returns nil when every check passed.
+// file's name, as a test name would. It returns nil when every check passed; otherwise the
+// failure, reduced further by Reduce.
 func Search(ctx context.Context, env *Env, name string, realTime bool) *Finding {
 	tb := &recorder{name: name}
 	prop := func(t *rapid.T) {
@@ -52,7 +53,16 @@ func Search(ctx context.Context, env *Env, name string, realTime bool) *Finding 
 	if !tb.Failed() {
 		return nil
 	}
-	return &Finding{Name: name, Output: tb.out.String()}
+	return Reduced(ctx, env, name, tb.out.String())
+}
+
+// Reduced reduces the program of env's last run (rapid's final replay of its shrunk case).
+func Reduced(ctx context.Context, env *Env, name, rapidOutput string) *Finding {
+	ops, err := Reduce(ctx, env, env.Executed())
+	if err == nil {
+		err = fmt.Errorf("the failure did not reproduce when replayed; rapid said:\n%s", rapidOutput)
+	}
+	return &Finding{Name: name, Err: err, Ops: ops, Report: Report(env, err), RapidOutput: rapidOutput}
 }
 
 // recorder is a rapid.TB that keeps what rapid says instead of failing a test.
