@@ -1,7 +1,9 @@
 -- Separate claim paths, each served by one of the seed's partial indexes: ready jobs in id
 -- order (jobs_ready), else the longest-expired running job (jobs_expired). Done rows are never
 -- visited, so the claim's cost does not grow with history. The expired path runs only when the
--- ready path found nothing: the Append under LIMIT 1 stops at its first row.
+-- ready path found nothing: the Append under LIMIT 1 stops at its first row. The clock is read
+-- once, in an InitPlan: a bare clock_timestamp() is volatile, so it could only filter the
+-- index's rows, and with many live leases and nothing eligible the claim would read them all.
 WITH ready AS (
   SELECT id FROM jobs
   WHERE state='ready'
@@ -10,7 +12,7 @@ WITH ready AS (
   LIMIT 1
 ), expired AS (
   SELECT id FROM jobs
-  WHERE state='running' AND lease_until<clock_timestamp()
+  WHERE state='running' AND lease_until<(SELECT clock_timestamp())
   ORDER BY lease_until, id
   FOR UPDATE SKIP LOCKED
   LIMIT 1
