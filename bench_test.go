@@ -1,0 +1,71 @@
+package pgqcheck_test
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"pgqcheck/mutant"
+	"pgqcheck/program"
+	"pgqcheck/sut"
+)
+
+// BenchmarkPropSteps measures the Prop state machine on the seed: operations per second, each
+// followed by the snapshot comparison, resets included.
+func BenchmarkPropSteps(b *testing.B) {
+	ctx := context.Background()
+	env := newEnv(b, sut.MustBuiltin(sut.DefaultQueue))
+	steps := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rapid.Check(b, func(t *rapid.T) {
+			if err := env.Reset(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { steps += len(env.Trace) }()
+			t.Repeat(program.StateMachine(ctx, env, false))
+		})
+	}
+	b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+	b.ReportMetric(float64(steps)/float64(b.N*100), "steps/run")
+}
+
+var failedAfter = regexp.MustCompile(`failed after (\d+) tests`)
+
+// BenchmarkMutantCatch measures, per mutant, the seconds and property runs until a random search
+// from scratch catches it (shrinking and reduction excluded from neither: it is what a user waits).
+func BenchmarkMutantCatch(b *testing.B) {
+	ms, err := mutant.Load("testdata/mutants")
+	if err != nil {
+		b.Fatal(err)
+	}
+	restore := setFlag(&testing.T{}, "rapid.nofailfile", "true")
+	defer restore()
+	for _, m := range ms {
+		if !m.Expects("Prop") {
+			continue
+		}
+		b.Run(m.Name, func(b *testing.B) {
+			env := newEnv(b, m.Queue)
+			checks := 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				f := program.Search(context.Background(), env, b.Name(), false)
+				if f == nil {
+					b.Fatalf("mutant survived: %s", m.Bug)
+				}
+				if sm := failedAfter.FindStringSubmatch(f.RapidOutput); sm != nil {
+					n, _ := strconv.Atoi(sm[1])
+					checks += n + 1
+				}
+				b.ReportMetric(time.Since(start).Seconds(), "s/catch")
+			}
+			b.ReportMetric(float64(checks)/float64(b.N), "checks/catch")
+		})
+	}
+}
