@@ -5,9 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,13 +14,6 @@ import (
 	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
-)
-
-// Sessions per property run: enough workers for one to hold a stale token while another
-// reclaims, and lockers to hold two rows at once.
-const (
-	propWorkers = 3
-	propLockers = 2
 )
 
 // TestPropQueue drives the model and the real queue side by side, one operation at a time,
@@ -66,20 +57,24 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 }
 
 // saveFinding logs the reduced program and saves it where TestPropPrograms replays it on every
-// `go test`: the regression corpus.
+// `go test`: the regression corpus. A replay of a failure already saved adds nothing.
 func saveFinding(t *testing.T, f *program.Finding, q *sut.Queue) {
-	header := map[string]string{"queue": q.Source, "found by": t.Name(), "found": time.Now().UTC().Format(time.RFC3339)}
-	replay := "go test -run PropPrograms ."
-	if os.Getenv(sut.EnvSQLDir) != "" {
-		replay = sut.EnvSQLDir + "=" + os.Getenv(sut.EnvSQLDir) + " " + replay
-	}
-	path := filepath.Join("testdata", "programs", "found", slug(t.Name())+"-"+time.Now().UTC().Format("20060102T150405")+".ops")
 	t.Logf("reduced to %d operations:\n%s", len(f.Ops), f.Report)
-	if err := writeProgram(path, f.Program(header)); err != nil {
+	header := map[string]string{"queue": q.Source, "found by": t.Name(), "found": time.Now().UTC().Format(time.RFC3339)}
+	path, fresh, err := program.Save(program.FoundDir, t.Name(), f, header)
+	if err != nil {
 		t.Logf("could not save the program: %v", err)
 		return
 	}
-	t.Logf("saved %s; it replays with: %s", path, replay)
+	replay := "go test -run PropPrograms ."
+	if dir := os.Getenv(sut.EnvSQLDir); dir != "" {
+		replay = sut.EnvSQLDir + "=" + dir + " " + replay
+	}
+	verb := "saved"
+	if !fresh {
+		verb = "already saved as"
+	}
+	t.Logf("%s %s; it replays with: %s", verb, path, replay)
 }
 
 func writeProgram(path string, p *program.Program) error {
@@ -89,13 +84,9 @@ func writeProgram(path string, p *program.Program) error {
 	return os.WriteFile(path, []byte(p.Format()), 0o644)
 }
 
-var unsafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
-
-func slug(s string) string { return strings.Trim(unsafe.ReplaceAllString(s, "_"), "_") }
-
 func newEnv(t testing.TB, q *sut.Queue) *program.Env {
 	in := suttest.Install(t, q)
-	env, err := program.NewEnv(context.Background(), in, propWorkers, propLockers)
+	env, err := program.NewEnv(context.Background(), in, program.Workers, program.Lockers)
 	if err != nil {
 		t.Fatal(err)
 	}

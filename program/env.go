@@ -30,6 +30,14 @@ const (
 	lockTimeout = 20 * time.Millisecond
 )
 
+// The Prop suite's world: enough workers for one to hold a stale token while another reclaims,
+// and lockers to hold two rows at once. A saved case (rapid fail file or program) replays only
+// in the same world, so every runner of the state machine uses these.
+const (
+	Workers = 3
+	Lockers = 2
+)
+
 // Token is what a claim hands a worker: the job and the generation it must present.
 type Token struct{ ID, Gen int64 }
 

@@ -3,9 +3,12 @@ package program
 import (
 	"bufio"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A program file is one operation per line, exactly as String prints it; '#' starts a comment.
@@ -96,4 +99,41 @@ func (p *Program) Format() string {
 		b.WriteString(op.String() + "\n")
 	}
 	return b.String()
+}
+
+// FoundDir is where saved failures live, relative to the module root; TestPropPrograms replays
+// every program in testdata/programs/*/.
+var FoundDir = filepath.Join("testdata", "programs", "found")
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// Save writes the finding's program into dir as <name>-<time>.ops, unless a program with the
+// same operations is already there (a replayed failure is not a new one): then it returns that
+// file's path and fresh=false.
+func Save(dir, name string, f *Finding, header map[string]string) (path string, fresh bool, err error) {
+	ops := (&Program{Ops: f.Ops}).Format()
+	old, _ := filepath.Glob(filepath.Join(dir, "*.ops"))
+	for _, o := range old {
+		b, err := os.ReadFile(o)
+		if err != nil {
+			continue
+		}
+		if p, err := Parse(string(b)); err == nil && (&Program{Ops: p.Ops}).Format() == ops {
+			return o, false, nil
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, err
+	}
+	base := strings.Trim(unsafeName.ReplaceAllString(name, "_"), "_") + "-" + time.Now().UTC().Format("20060102T150405")
+	path = filepath.Join(dir, base+".ops")
+	for i := 2; fileExists(path); i++ {
+		path = filepath.Join(dir, fmt.Sprintf("%s-%d.ops", base, i))
+	}
+	return path, true, os.WriteFile(path, []byte(f.Program(header).Format()), 0o644)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

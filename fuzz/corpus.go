@@ -1,0 +1,82 @@
+package fuzz
+
+//go:generate go test -run ^TestCorpusFiles$ -update-corpus .
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"pgqcheck/model"
+	"pgqcheck/program"
+)
+
+// Entry is a hand-written program in the seed corpus: the seed's walkthrough and its release
+// variants, which a correct queue must pass, and for each mutant under testdata/mutants the
+// shortest program that catches it.
+type Entry struct {
+	Name     string
+	Steps    []Step
+	Mutant   string // the mutant this program catches ("" for scenarios every correct queue passes)
+	Property int    // the property the mutant breaks here
+}
+
+// Corpus lists the seed corpus. Every entry passes on a correct queue; a mutant's entry fails
+// on that mutant (TestCorpusCatchesMutants keeps both true).
+func Corpus() []Entry {
+	seedWalkthrough := []Step{
+		Enqueue(2),                   // jobs 1 and 2
+		Lock(0, 0),                   // the manual-locker holds job 1
+		Claim(0),                     // 2|1: the locked job is skipped
+		Release(0, program.Rollback), // the locker rolls back
+		Claim(0),                     // 1|1
+		Expire(0),                    // job 1's lease runs out
+		Claim(1),                     // 1|2
+		Complete(0, 0),               // generation 1: 0 rows
+		Complete(1, 0),               // generation 2: 1 row
+	}
+	staleCompletion := []Step{Enqueue(1), Claim(1), Expire(0), Claim(0), Complete(1, 0)}
+	return []Entry{
+		{Name: "seed-walkthrough", Steps: seedWalkthrough},
+		{Name: "seed-locker-cancelled", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, program.Cancel), Claim(1), Complete(1, 0)}},
+		{Name: "seed-locker-terminated", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, program.Terminate), Claim(1), Complete(1, 0)}},
+		{Name: "seed-crash-and-drain", Steps: []Step{Enqueue(3), Claim(0), Claim(1), Crash(0), Pause(1), Drain(2)}},
+
+		{Name: "mutant-claim-highest-id", Mutant: "claim-highest-id", Property: model.PClaimOrder,
+			Steps: []Step{Enqueue(2), Claim(0)}},
+		{Name: "mutant-claim-ignores-expired", Mutant: "claim-ignores-expired", Property: model.PRecovery,
+			Steps: []Step{Enqueue(1), Claim(0), Expire(0), Claim(1)}},
+		{Name: "mutant-claim-keeps-generation", Mutant: "claim-keeps-generation", Property: model.PGenerations,
+			Steps: []Step{Enqueue(1), Claim(0), Expire(0), Claim(1)}},
+		{Name: "mutant-claim-lease-backwards", Mutant: "claim-lease-backwards", Property: model.PDBTime,
+			Steps: []Step{Enqueue(1), Claim(0)}},
+		{Name: "mutant-claim-reopens-done", Mutant: "claim-reopens-done", Property: model.PDoneOnce,
+			Steps: []Step{Enqueue(1), Claim(0), Complete(0, 0), Expire(0), Claim(1)}},
+		{Name: "mutant-claim-skips-generation", Mutant: "claim-skips-generation", Property: model.PGenerations,
+			Steps: []Step{Enqueue(1), Claim(0)}},
+		{Name: "mutant-claim-takes-live-leases", Mutant: "claim-takes-live-leases", Property: model.PExclusion,
+			Steps: []Step{Enqueue(1), Claim(0), Claim(1)}},
+		{Name: "mutant-claim-without-limit", Mutant: "claim-without-limit", Property: model.PExclusion,
+			Steps: []Step{Enqueue(2), Claim(0)}},
+		{Name: "mutant-claim-without-skip-locked", Mutant: "claim-without-skip-locked", Property: model.PSkipLocked,
+			Steps: []Step{Enqueue(1), Lock(0, 0), Claim(0)}},
+		// The seed's hard case in five steps: w1 claims, its lease runs out, w0 reclaims, and w1's
+		// late completion must change nothing.
+		{Name: "mutant-complete-ignores-generation", Mutant: "complete-ignores-generation", Property: model.PFencing,
+			Steps: staleCompletion},
+		{Name: "mutant-complete-ignores-lease", Mutant: "complete-ignores-lease", Property: model.PFencing,
+			Steps: []Step{Enqueue(1), Claim(0), Expire(0), Complete(0, 0)}},
+		{Name: "mutant-complete-ignores-state", Mutant: "complete-ignores-state", Property: model.PDoneOnce,
+			Steps: []Step{Enqueue(1), Claim(0), Complete(0, 0), Complete(0, 0)}},
+		{Name: "mutant-complete-reports-without-change", Mutant: "complete-reports-without-change", Property: model.PDoneOnce,
+			Steps: []Step{Enqueue(1), Claim(0), Complete(0, 0)}},
+	}
+}
+
+// CorpusDir is where `go test` looks for FuzzQueue's seed corpus, relative to this package.
+var CorpusDir = filepath.Join("testdata", "fuzz", "FuzzQueue")
+
+// FileContent is a corpus file in the format `go test` reads (go test fuzz v1).
+func FileContent(steps []Step) []byte {
+	return []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(Encode(steps)))))
+}

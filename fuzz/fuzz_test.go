@@ -1,0 +1,225 @@
+package fuzz_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"pgqcheck/fuzz"
+	"pgqcheck/model"
+	"pgqcheck/mutant"
+	"pgqcheck/program"
+	"pgqcheck/sut"
+	"pgqcheck/sut/pgserver"
+	"pgqcheck/sut/suttest"
+)
+
+// Closing the shared server drops every database this process created, the fuzz target's too.
+func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
+
+// FuzzQueue runs a program decoded from the input on the model and the queue, step by step.
+// Its seed corpus (testdata/fuzz/FuzzQueue) holds the seed's walkthrough and the shortest
+// program catching each mutant; plain `go test` replays it, and every failure the fuzzer finds.
+func FuzzQueue(f *testing.F) {
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e := processEnv(t)
+		err := fuzz.Run(ctx, e, fuzz.Decode(data))
+		if err == nil {
+			return
+		}
+		var h *program.HarnessError
+		if errors.As(err, &h) {
+			// The sessions may be broken; the next input gets a fresh set.
+			discardEnv()
+			t.Fatalf("harness failure, not a verdict on the queue: %v\n%s", err, e.Program())
+		}
+		t.Fatalf("%s", program.Report(e, err))
+	})
+}
+
+// The queue's installation in this process. Fuzzing runs one input at a time per process and
+// `go test -fuzz` runs several processes, so each gets a database of its own, installed on
+// first use and reset for every input.
+var procEnv struct {
+	sync.Mutex
+	env *program.Env
+	in  *sut.Installed
+	db  *pgserver.Database
+}
+
+func processEnv(t *testing.T) *program.Env {
+	t.Helper()
+	procEnv.Lock()
+	defer procEnv.Unlock()
+	if procEnv.env != nil {
+		return procEnv.env
+	}
+	q, err := sut.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q == nil {
+		q = sut.MustBuiltin(sut.DefaultQueue)
+	}
+	ctx := context.Background()
+	srv, err := pgserver.Shared(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := srv.CreateDatabase(ctx, "pgqcheck_fuzz_"+q.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := sut.Install(ctx, db.DSN, q)
+	if err != nil {
+		_ = db.Drop(ctx)
+		t.Fatal(err)
+	}
+	env, err := program.NewEnv(ctx, in, fuzz.Workers, fuzz.Lockers)
+	if err != nil {
+		in.Close()
+		_ = db.Drop(ctx)
+		t.Fatal(err)
+	}
+	procEnv.env, procEnv.in, procEnv.db = env, in, db
+	return env
+}
+
+func discardEnv() {
+	procEnv.Lock()
+	defer procEnv.Unlock()
+	if procEnv.env == nil {
+		return
+	}
+	procEnv.env.Close()
+	procEnv.in.Close()
+	_ = procEnv.db.Drop(context.Background())
+	procEnv.env = nil
+}
+
+var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/fuzz/FuzzQueue from fuzz.Corpus()")
+
+// TestCorpusFiles keeps the seed corpus files equal to fuzz.Corpus(); -update-corpus (go generate)
+// writes them.
+func TestCorpusFiles(t *testing.T) {
+	for _, e := range fuzz.Corpus() {
+		path := filepath.Join(fuzz.CorpusDir, e.Name)
+		want := fuzz.FileContent(e.Steps)
+		if *updateCorpus {
+			if err := os.MkdirAll(fuzz.CorpusDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is missing or stale (%v); run go generate ./fuzz", path, err)
+		}
+	}
+}
+
+// TestCorpusCatchesMutants proves the seed corpus means what it says: each mutant's program
+// catches that mutant with the property named, and every mutant the Prop suite must catch has
+// such a program.
+func TestCorpusCatchesMutants(t *testing.T) {
+	ms, err := mutant.Load(filepath.Join("..", "testdata", "mutants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*mutant.Mutant{}
+	for _, m := range ms {
+		byName[m.Name] = m
+	}
+	covered := map[string]bool{}
+	for _, e := range fuzz.Corpus() {
+		if e.Mutant == "" {
+			continue
+		}
+		covered[e.Mutant] = true
+		m := byName[e.Mutant]
+		if m == nil {
+			t.Errorf("%s: no mutant %s under testdata/mutants", e.Name, e.Mutant)
+			continue
+		}
+		t.Run(e.Mutant, func(t *testing.T) {
+			in := suttest.Install(t, m.Queue)
+			env, err := program.NewEnv(context.Background(), in, fuzz.Workers, fuzz.Lockers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close()
+			err = fuzz.Run(context.Background(), env, e.Steps)
+			var v *model.Violation
+			if !errors.As(err, &v) {
+				t.Fatalf("%s (%s) survived %s: %v\n%s", m.Name, m.Bug, fuzz.String(e.Steps), err, env.Program())
+			}
+			if v.Property != e.Property {
+				t.Errorf("%s broke property %d, the corpus says %d: %v\n%s", m.Name, v.Property, e.Property, v, env.Program())
+			}
+		})
+	}
+	for _, m := range ms {
+		if m.Expects("Prop") && !covered[m.Name] {
+			t.Errorf("mutant %s has no program in fuzz.Corpus(); add the shortest one that catches it", m.Name)
+		}
+	}
+}
+
+// TestDecode pins the encoding the corpus files depend on.
+func TestDecode(t *testing.T) {
+	steps := []fuzz.Step{fuzz.Enqueue(3), fuzz.Complete(2, 1), fuzz.Lock(1, 4), fuzz.Release(1, program.Terminate)}
+	got := fuzz.Decode(append(fuzz.Encode(steps), 0xff))
+	if len(got) != len(steps) {
+		t.Fatalf("decoded %d steps, want %d", len(got), len(steps))
+	}
+	for i := range steps {
+		if got[i] != steps[i] {
+			t.Errorf("step %d: decoded %+v, want %+v", i, got[i], steps[i])
+		}
+	}
+	if s := fuzz.String(got); s != "enqueue 3; w2 complete newest-1; locker1 lock job #4; locker1 terminate" {
+		t.Errorf("printed as %q", s)
+	}
+	if n := len(fuzz.Decode(make([]byte, 10*fuzz.MaxSteps))); n != fuzz.MaxSteps {
+		t.Errorf("a long input decoded to %d steps, want the cap %d", n, fuzz.MaxSteps)
+	}
+}
+
+// TestSeedWalkthroughProgram checks that the corpus's walkthrough is the seed's: on the seed
+// queue its claims answer 2|1, 1|1, 1|2 and its completions 0 and 1 rows.
+func TestSeedWalkthroughProgram(t *testing.T) {
+	var steps []fuzz.Step
+	for _, e := range fuzz.Corpus() {
+		if e.Name == "seed-walkthrough" {
+			steps = e.Steps
+		}
+	}
+	env, err := program.NewEnv(context.Background(), suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue)), fuzz.Workers, fuzz.Lockers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if err := fuzz.Run(context.Background(), env, steps); err != nil {
+		t.Fatalf("%v\n%s", err, env.Program())
+	}
+	want := []string{"ids 1 2", "", "job 2 gen 1", "", "job 1 gen 1", "", "job 1 gen 2", "job 1 gen 1: 0 rows", "job 1 gen 2: 1 row"}
+	if len(env.Trace) != len(want) {
+		t.Fatalf("ran %d steps, want %d:\n%s", len(env.Trace), len(want), env.Program())
+	}
+	for i, w := range want {
+		_, got, _ := strings.Cut(env.Trace[i], " -> ")
+		if got != w {
+			t.Errorf("step %d answered %q, the seed's walkthrough %q:\n%s", i+1, got, w, env.Program())
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package walkthrough_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"pgqcheck/sut"
+	"pgqcheck/sut/pgserver"
+	"pgqcheck/sut/suttest"
+	"pgqcheck/walkthrough"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
+
+// TestWalkthrough reproduces the seed's recorded results exactly (2|1, 1|1, 1|2, 0, 1) and the
+// two release scenarios, on the seed and on every other built-in queue (they promise the same).
+func TestWalkthrough(t *testing.T) {
+	for _, name := range sut.Builtins() {
+		t.Run(name, func(t *testing.T) {
+			in := suttest.Install(t, sut.MustBuiltin(name))
+			srv, err := pgserver.Shared(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log strings.Builder
+			ev, err := walkthrough.Run(context.Background(), in, walkthrough.ServerOf(srv), walkthrough.Options{Log: &log})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, log.String())
+			}
+			checkSeedResults(t, ev)
+			if !ev.Passed {
+				for _, a := range ev.Failed() {
+					t.Errorf("%s: expected %q, got %q", a.Name, a.Expected, a.Actual)
+				}
+				t.Log(log.String())
+			}
+			b, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back walkthrough.Evidence
+			if err := json.Unmarshal(b, &back); err != nil || back.Backend == "" || back.Version == "" || len(back.Scenarios) != 3 {
+				t.Fatalf("evidence does not round-trip through JSON with backend, version and three scenarios: %v", err)
+			}
+		})
+	}
+}
+
+func checkSeedResults(t *testing.T, ev *walkthrough.Evidence) {
+	t.Helper()
+	want := map[string]map[string]string{
+		walkthrough.ScenarioSeed: {
+			walkthrough.AssertSkipLocked:   "2|1",
+			walkthrough.AssertAfterRelease: "1|1",
+			walkthrough.AssertReclaim:      "1|2",
+			walkthrough.AssertStaleFenced:  "0",
+			walkthrough.AssertCurrentWins:  "1",
+		},
+		walkthrough.ScenarioCancel: {
+			walkthrough.AssertSkipLocked:   "2|1",
+			walkthrough.AssertAfterRelease: "1|1",
+			walkthrough.AssertAbortedOpen:  "E",
+		},
+		walkthrough.ScenarioTerminate: {
+			walkthrough.AssertSkipLocked:   "2|1",
+			walkthrough.AssertAfterRelease: "1|1",
+		},
+	}
+	for sc, asserts := range want {
+		s := ev.Scenario(sc)
+		if s == nil {
+			t.Fatalf("no scenario %s in the evidence", sc)
+		}
+		for name, v := range asserts {
+			a := s.Assertion(name)
+			switch {
+			case a == nil:
+				t.Errorf("%s: no assertion %q", sc, name)
+			case a.Actual != v || a.Expected != v:
+				t.Errorf("%s: %s: expected %q, assertion expected %q, got %q", sc, name, v, a.Expected, a.Actual)
+			}
+		}
+		if len(s.Steps) == 0 {
+			t.Errorf("%s: no statements recorded", sc)
+		}
+	}
+	if n := ev.Scenario(walkthrough.ScenarioCancel).Notes; len(n) == 0 || !strings.Contains(n[0], "aborted") || !strings.Contains(n[0], "before the client rolled back") {
+		t.Errorf("the cancel scenario does not record when the aborted transaction released the lock: %q", n)
+	}
+}
