@@ -189,8 +189,13 @@ func (s *Session) Lock(ctx context.Context, id int64) error {
 	return stmtErr(FileLock, rows.Err())
 }
 
+// Commit ends the transaction; a COMMIT that Postgres turned into a ROLLBACK (the transaction
+// had failed) is an error, since the caller believed its work was kept.
 func (s *Session) Commit(ctx context.Context) error {
-	_, err := s.conn.Exec(ctx, "COMMIT")
+	tag, err := s.conn.Exec(ctx, "COMMIT")
+	if err == nil && tag.String() == "ROLLBACK" {
+		return fmt.Errorf("COMMIT rolled back: the transaction had failed")
+	}
 	return err
 }
 

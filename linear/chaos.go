@@ -1,0 +1,232 @@
+package linear
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"pgqcheck/model"
+)
+
+// chaos injects the faults of a stress run from one goroutine: it expires leases (mostly those
+// of paused workers), holds row locks in open transactions (a paused worker's job, so that its
+// completion waits; or a ready job, which claims must skip), cancels statements, terminates
+// backends, and takes snapshots. Terminating a worker while its statement waits behind a held
+// lock is what produces operations with unknown outcomes.
+//
+// It alone uses the installation's admin connection while the run goes on.
+type chaos struct {
+	r      *run
+	rng    *rand.Rand
+	c      *Client // expiries
+	locker *Client
+	reader *Client
+	done   map[int64]bool // jobs an earlier snapshot saw done
+}
+
+// snapshot observes every job, except those an earlier snapshot already saw done: done is
+// terminal, and observing thousands of done rows again and again would swamp the history.
+func (ch *chaos) snapshot() {
+	if ch.done == nil {
+		ch.done = map[int64]bool{}
+	}
+	rows, err := ch.reader.Snapshot(ch.r.ctx, ch.r.knownIDs(), func(row model.Row) bool { return ch.done[row.ID] })
+	if err != nil {
+		return
+	}
+	for _, row := range rows {
+		if row.State == model.Done {
+			ch.done[row.ID] = true
+		}
+	}
+}
+
+func (ch *chaos) loop() {
+	r := ch.r
+	for !r.stopped() {
+		time.Sleep(time.Duration(300+ch.rng.IntN(1200)) * time.Microsecond)
+		switch x := ch.rng.IntN(1000); {
+		case x < 450:
+			ch.expire()
+		case x < 600:
+			if ch.locker != nil {
+				ch.lock()
+			} else {
+				ch.expire()
+			}
+		case x < 620:
+			if w := ch.anyWorker(); w != nil {
+				ch.cancel(w)
+			}
+		case x < 625:
+			if w := ch.anyWorker(); w != nil {
+				ch.terminate(w)
+			}
+		case x < 635:
+			ch.snapshot()
+		}
+	}
+}
+
+func (ch *chaos) anyWorker() *worker {
+	ws := ch.r.workers
+	return ws[ch.rng.IntN(len(ws))]
+}
+
+// target picks a job held by a paused worker, or else one recently claimed.
+func (ch *chaos) target() (int64, bool) {
+	ws := ch.r.workers
+	start := ch.rng.IntN(len(ws))
+	for i := range ws {
+		if t := ws[(start+i)%len(ws)].paused.Load(); t != nil && ch.rng.IntN(10) < 8 {
+			return t.id, true
+		}
+	}
+	t, ok := ch.r.recentClaim(ch.rng)
+	return t.id, ok
+}
+
+func (ch *chaos) expire() {
+	if id, ok := ch.target(); ok {
+		_, _ = ch.c.Expire(ch.r.ctx, id)
+	}
+}
+
+func (ch *chaos) cancel(w *worker) {
+	if pid := w.c.PID(); pid != 0 {
+		ch.r.rec.Fault("cancel", w.c.label())
+		_ = ch.r.in.Cancel(ch.r.ctx, pid)
+	}
+}
+
+func (ch *chaos) terminate(w *worker) {
+	if pid := w.c.PID(); pid != 0 {
+		ch.r.rec.Fault("terminate", w.c.label())
+		_ = ch.r.in.Terminate(ch.r.ctx, pid)
+	}
+}
+
+// lock holds a job's row lock in an open transaction for a few milliseconds, watching who
+// waits behind it: a claim must skip a locked row, never wait for it (property 5); a
+// completion or expiry may wait. Now and then it cancels or terminates a waiting worker, then
+// ends its transaction one of four ways.
+func (ch *chaos) lock() {
+	r := ch.r
+	ctx := r.ctx
+	var id int64
+	if ch.rng.IntN(2) == 0 {
+		id = r.unclaimed()
+	}
+	if id == 0 {
+		var ok bool
+		if id, ok = ch.target(); !ok {
+			return
+		}
+	}
+	if err := ch.locker.ensure(ctx); err != nil {
+		return
+	}
+	l := ch.locker
+	s := l.Session()
+	call := r.rec.Now()
+	if err := s.Begin(ctx); err != nil {
+		return
+	}
+	if err := s.Lock(ctx, id); err != nil {
+		_ = s.Rollback(ctx)
+		return
+	}
+	r.rec.Add(Op{Client: l.id, Session: l.label(), Input: model.Input{Kind: model.OpLock, Job: id}, Call: call, Return: r.rec.Now()})
+	faulted := false
+	hold := time.Duration(1+ch.rng.IntN(8)) * time.Millisecond
+	for end := time.Now().Add(hold); time.Now().Before(end) && !r.stopped(); {
+		time.Sleep(500 * time.Microsecond)
+		for _, w := range ch.waitingBehind(ctx, l.PID()) {
+			if w.c.InFlight() == model.OpClaim {
+				r.rec.Finding(model.Violate(model.PSkipLocked, "a claim waited for a row lock another session held, instead of skipping the row"))
+			}
+			if !faulted && ch.rng.IntN(3) == 0 {
+				faulted = true
+				if ch.rng.IntN(2) == 0 {
+					ch.cancel(w)
+				} else {
+					ch.terminate(w)
+				}
+			}
+		}
+	}
+	ch.release(ctx, id)
+}
+
+// waitingBehind returns the workers whose backends wait for a lock that pid holds.
+func (ch *chaos) waitingBehind(ctx context.Context, pid uint32) []*worker {
+	rows, err := ch.r.in.Admin().Query(ctx, `SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, int32(pid))
+	if err != nil {
+		return nil
+	}
+	var pids []int32
+	for rows.Next() {
+		var p int32
+		if rows.Scan(&p) == nil {
+			pids = append(pids, p)
+		}
+	}
+	rows.Close()
+	var out []*worker
+	for _, p := range pids {
+		for _, w := range ch.r.workers {
+			if w.c.PID() == uint32(p) {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// release ends the locker's transaction by commit, rollback, a cancelled statement, or a
+// terminated backend, and records when the lock was gone for sure.
+func (ch *chaos) release(ctx context.Context, id int64) {
+	r, l := ch.r, ch.locker
+	s := l.Session()
+	call := r.rec.Now()
+	var err error
+	switch x := ch.rng.IntN(100); {
+	case x < 40:
+		err = s.Commit(ctx)
+	case x < 70:
+		err = s.Rollback(ctx)
+	case x < 85:
+		done := make(chan error, 1)
+		go func() { done <- s.Sleep(ctx, time.Minute) }()
+		if err = r.in.WaitFor(ctx, s.PID, "PgSleep"); err == nil {
+			r.rec.Fault("cancel", l.label())
+			err = r.in.Cancel(ctx, s.PID)
+		} else {
+			_ = r.in.Cancel(ctx, s.PID)
+		}
+		if serr := <-done; serr == nil && err == nil {
+			err = fmt.Errorf("pg_sleep was not cancelled")
+		}
+		if rerr := s.Rollback(ctx); err == nil {
+			err = rerr
+		}
+	default:
+		r.rec.Fault("terminate", l.label())
+		err = r.in.Terminate(ctx, s.PID)
+		l.Close()
+	}
+	out := model.Output{}
+	ret := r.rec.Now()
+	if err != nil {
+		// The lock is gone once the backend is; when that moment is unknown, so is the release.
+		out = model.Output{Outcome: model.Unknown, Err: err.Error()}
+		ret = Never
+		_ = r.in.Terminate(ctx, s.PID)
+		l.Close()
+	}
+	r.rec.Add(Op{Client: l.id, Session: l.label(), Input: model.Input{Kind: model.OpUnlock, Job: id}, Output: out, Call: call, Return: ret})
+	if ret == Never {
+		l.id = r.rec.NewClient()
+	}
+}

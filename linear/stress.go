@@ -1,0 +1,291 @@
+package linear
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"pgqcheck/model"
+	"pgqcheck/sut"
+)
+
+// StressConfig bounds a free-running stress run. Zero fields take the defaults.
+type StressConfig struct {
+	Workers  int           // sessions that claim and complete (default 3)
+	Duration time.Duration // how long the traffic runs (default 2s)
+	MaxOps   int           // stop the traffic once this many operations are recorded (default 200000)
+	MaxJobs  int           // jobs enqueued at most (default 100000)
+	Backlog  int           // ready jobs the enqueuer keeps waiting (default 8)
+	// Lease is every claim's lease. It must outlive the run: the model treats leases as live
+	// until an expiry ends them (default 1h).
+	Lease   time.Duration
+	NoChaos bool   // run the traffic without faults
+	Seed    uint64 // seeds the traffic's choices; 0 picks one (printed in the result)
+	// ReportDir is where a failing run writes its report folder (default os.TempDir()).
+	ReportDir string
+	// CheckTimeout bounds the linearizability check (default 60s).
+	CheckTimeout time.Duration
+}
+
+func (c StressConfig) withDefaults() StressConfig {
+	if c.Workers <= 0 {
+		c.Workers = 3
+	}
+	if c.Duration <= 0 {
+		c.Duration = 2 * time.Second
+	}
+	if c.MaxOps <= 0 {
+		c.MaxOps = 200000
+	}
+	if c.MaxJobs <= 0 {
+		c.MaxJobs = 100000
+	}
+	if c.Backlog <= 0 {
+		c.Backlog = 8
+	}
+	if c.Lease <= 0 {
+		c.Lease = time.Hour
+	}
+	if c.Seed == 0 {
+		c.Seed = rand.Uint64()
+	}
+	if c.CheckTimeout <= 0 {
+		c.CheckTimeout = time.Minute
+	}
+	return c
+}
+
+// Result is what a stress run did and what the checks concluded.
+type Result struct {
+	Seed      uint64
+	Counts    Counts
+	Verdict   *Verdict
+	History   *History
+	ReportDir string        // the report folder, when the verdict is a failure
+	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
+	CheckTime time.Duration
+}
+
+// Failed reports whether the run found a violation.
+func (r *Result) Failed() bool { return r.Verdict != nil && !r.Verdict.OK }
+
+func (r *Result) String() string {
+	s := fmt.Sprintf("stress seed %d: %s in %v; %s", r.Seed, r.Counts, r.Traffic.Round(time.Millisecond), r.Verdict)
+	if r.ReportDir != "" {
+		s += "\nreport: " + r.ReportDir
+	}
+	return s
+}
+
+// Stress runs free-running traffic against an installed queue: workers on their own
+// connections claim, pause, complete and crash; an enqueuer adds jobs; a chaos goroutine
+// expires leases, holds row locks open, cancels statements and terminates backends. It stops
+// by itself after cfg.Duration or cfg.MaxOps operations, expires every lease, drains the
+// queue, and checks the whole history (linearizability per job, and total-queue accounting).
+// The queue is reset first. Every session it opens is closed before it returns.
+//
+// An error means the harness could not run (no connection, a failed reset); a violation is a
+// failed Verdict, with a report folder written under cfg.ReportDir.
+func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, error) {
+	cfg = cfg.withDefaults()
+	if err := in.Reset(ctx); err != nil {
+		return nil, err
+	}
+	rec := NewRecorder(false)
+	r := &run{ctx: ctx, in: in, cfg: cfg, rec: rec, claimed: map[int64]bool{}}
+	res := &Result{Seed: cfg.Seed}
+	var clients []*Client
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	dial := func(name string) (*Client, error) {
+		// No lock_timeout: a completion may wait for a held lock. The statement timeout only
+		// keeps a hung statement from hanging the suite.
+		c, err := Dial(ctx, in, name, rec, sut.SessionOptions{StatementTimeout: 30 * time.Second})
+		if err == nil {
+			clients = append(clients, c)
+		}
+		return c, err
+	}
+	seed := rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)
+	rngFor := func() *rand.Rand { return rand.New(rand.NewPCG(seed.Uint64(), seed.Uint64())) }
+	for i := 0; i < cfg.Workers; i++ {
+		c, err := dial(fmt.Sprintf("w%d", i))
+		if err != nil {
+			return nil, err
+		}
+		r.workers = append(r.workers, &worker{c: c, rng: rngFor()})
+	}
+	enq, err := dial("enqueuer")
+	if err != nil {
+		return nil, err
+	}
+	var ch *chaos
+	if !cfg.NoChaos {
+		ch = &chaos{r: r, rng: rngFor()}
+		if ch.c, err = dial("chaos"); err != nil {
+			return nil, err
+		}
+		if ch.reader, err = dial("reader"); err != nil {
+			return nil, err
+		}
+		if in.Queue.Lock != "" {
+			if ch.locker, err = dial("locker"); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, w := range r.workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.work(w) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); r.enqueue(enq) }()
+	if ch != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); ch.loop() }()
+	}
+	for deadline := start.Add(cfg.Duration); time.Now().Before(deadline) && rec.Len() < cfg.MaxOps && ctx.Err() == nil; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.stop.Store(true)
+	wg.Wait()
+	res.Traffic = time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// Every other session is closed before the drain, so no row lock can be held while it
+	// runs: its empty claim is strict.
+	for _, c := range clients {
+		c.Close()
+	}
+	drainer, err := dial("drain")
+	if err != nil {
+		return nil, err
+	}
+	if err := drain(ctx, drainer, r.knownIDs(), cfg.Lease); err != nil {
+		return nil, err
+	}
+	h := rec.History(in.Queue.Source, "stress")
+	h.Drained = true
+	h.Program = fmt.Sprintf("stress seed %d, %d workers, %v", cfg.Seed, cfg.Workers, cfg.Duration)
+	res.History = h
+	res.Counts = CountOps(h)
+	t0 := time.Now()
+	res.Verdict = Check(h, cfg.CheckTimeout)
+	res.CheckTime = time.Since(t0)
+	if !res.Verdict.OK {
+		dir, err := NewReportDir(cfg.ReportDir, "stress-"+in.Queue.Name)
+		if err == nil {
+			err = WriteReport(dir, h, res.Verdict)
+		}
+		if err != nil {
+			return res, fmt.Errorf("writing the report: %w", err)
+		}
+		res.ReportDir = dir
+	}
+	return res, nil
+}
+
+// drain ends a run: every running job's lease is expired, then one session claims and
+// completes until the queue answers none, then a final snapshot records every job's state.
+// It runs alone, so its claims are strict.
+func drain(ctx context.Context, c *Client, known []int64, lease time.Duration) error {
+	rows, err := c.Snapshot(ctx, known, nil)
+	if err != nil {
+		return fmt.Errorf("drain: snapshot: %w", err)
+	}
+	for _, row := range rows {
+		if row.State == model.Running {
+			if _, err := c.Expire(ctx, row.ID); err != nil {
+				return fmt.Errorf("drain: expire: %w", err)
+			}
+		}
+	}
+	for i := 0; i <= len(rows)+len(known)+8; i++ {
+		out, err := c.Claim(ctx, lease, true)
+		if err != nil {
+			var multi *sut.ErrMultipleRows
+			if errors.As(err, &multi) {
+				continue // recorded as a finding; the drain goes on
+			}
+			return fmt.Errorf("drain: claim: %w", err)
+		}
+		if !out.Found {
+			break
+		}
+		if _, err := c.Complete(ctx, out.Job, out.Gen); err != nil {
+			return fmt.Errorf("drain: complete: %w", err)
+		}
+	}
+	if _, err := c.Snapshot(ctx, known, nil); err != nil {
+		return fmt.Errorf("drain: final snapshot: %w", err)
+	}
+	return nil
+}
+
+// Throughput measures what recording costs: workers each loop enqueue, claim, complete on
+// their own connections for d, with every operation recorded or with the same statements run
+// bare, and it returns queue statements per second.
+func Throughput(ctx context.Context, in *sut.Installed, workers int, d time.Duration, record bool) (float64, error) {
+	if err := in.Reset(ctx); err != nil {
+		return 0, err
+	}
+	var rec *Recorder
+	if record {
+		rec = NewRecorder(false)
+	}
+	var clients []*Client
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	for i := 0; i < max(workers, 1); i++ {
+		c, err := Dial(ctx, in, fmt.Sprintf("w%d", i), rec, sut.SessionOptions{StatementTimeout: 30 * time.Second})
+		if err != nil {
+			return 0, err
+		}
+		clients = append(clients, c)
+	}
+	var stop atomic.Bool
+	var statements atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1; !stop.Load() && ctx.Err() == nil; n++ {
+				if _, err := c.Enqueue(ctx, fmt.Sprintf(`{"w":%d,"n":%d}`, i, n)); err != nil {
+					return
+				}
+				out, err := c.Claim(ctx, time.Hour, false)
+				if err != nil {
+					return
+				}
+				statements.Add(2)
+				if out.Found {
+					if _, err := c.Complete(ctx, out.Job, out.Gen); err != nil {
+						return
+					}
+					statements.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(d)
+	stop.Store(true)
+	wg.Wait()
+	return float64(statements.Load()) / time.Since(start).Seconds(), ctx.Err()
+}

@@ -1,0 +1,477 @@
+package model
+
+// The concurrent specification: the queue as porcupine sees it (property 7).
+//
+// Under concurrency the sequential specification is relaxed in exactly the ways the design
+// reference names, and in no other:
+//
+//   - An empty claim is always legal. SKIP LOCKED skips rows that in-flight transactions hold,
+//     and a history does not say which rows those were, so "nothing came back" can always be
+//     explained. (An empty claim marked Strict is the exception: the harness issued it while no
+//     other session could hold a row lock or claim, so its answer must be justified.)
+//   - Claim order is not checked. Which eligible job a claim returns depends on which rows other
+//     transactions hold locked at that instant; lowest-id order is a sequential promise only.
+//   - An operation whose outcome is unknown (the request was sent, the answer never came back)
+//     may or may not have taken effect, at any instant after it was called.
+//
+// Leases are modelled as live or expired, not as times: the harness gives every claim a lease
+// that outlives the run, so only the expire operation ends one. A history recorded with short
+// real leases would need a timed model; none is recorded that way.
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// OpKind names an operation of a concurrent history.
+type OpKind string
+
+const (
+	OpEnqueue  OpKind = "enqueue"
+	OpClaim    OpKind = "claim"
+	OpComplete OpKind = "complete"
+	OpExpire   OpKind = "expire"
+	// OpObserve is one job's row as a snapshot statement reported it. A snapshot reads every row
+	// at one instant; it is split into one observation per job so that it fits the partitions.
+	OpObserve OpKind = "observe"
+	// OpLock and OpUnlock are a locker taking and releasing a job's row lock. They change no
+	// job's state, so the model ignores them; they are recorded for the timeline, and what they
+	// constrain (a claim must skip a locked row, not wait for it) is checked where waits are seen.
+	OpLock   OpKind = "lock"
+	OpUnlock OpKind = "unlock"
+)
+
+// Input is what a session asked for.
+type Input struct {
+	Kind OpKind `json:"kind"`
+	// Job is the job a complete, expire, lock, unlock or observe names. The partition function
+	// also sets it on the copies of operations that name no job (see PartitionByJob), so that a
+	// copy knows which job it speaks about.
+	Job     int64  `json:"job,omitempty"`
+	Gen     int64  `json:"gen,omitempty"`     // complete: the generation presented
+	Payload string `json:"payload,omitempty"` // enqueue
+	// Strict marks a claim issued while no other session could hold a row lock or claim
+	// concurrently: an empty answer to it must be justified by no job being eligible.
+	Strict bool `json:"strict,omitempty"`
+}
+
+// Outcome says whether an operation's answer came back.
+type Outcome string
+
+const (
+	// Returned: the answer came back; the output holds it.
+	Returned Outcome = ""
+	// Unknown: the request was sent and the answer never came back (connection lost, backend
+	// terminated, statement cancelled). It may or may not have taken effect; such an operation
+	// is recorded with return time +infinity.
+	Unknown Outcome = "unknown"
+	// NotSent: the request never reached the server. It had no effect.
+	NotSent Outcome = "not-sent"
+	// Aborted: its transaction rolled back (the server confirmed the rollback, or the
+	// transaction's COMMIT was never sent). It had no effect.
+	Aborted Outcome = "aborted"
+)
+
+// Output is what came back.
+type Output struct {
+	Outcome Outcome `json:"outcome,omitempty"`
+	// Found: a claim returned a row; an observation found the job's row.
+	Found bool   `json:"found,omitempty"`
+	Job   int64  `json:"job,omitempty"`   // claim, enqueue: the id that came back
+	Gen   int64  `json:"gen,omitempty"`   // claim, observe
+	Rows  int64  `json:"rows,omitempty"`  // complete: rows completed
+	State State  `json:"state,omitempty"` // observe
+	Live  bool   `json:"live,omitempty"`  // observe: lease_live (meaningful for running jobs)
+	Err   string `json:"err,omitempty"`   // the error, when the statement failed
+}
+
+// JobOf returns the job an operation belongs to, when its input or output names one.
+func JobOf(in Input, out Output) (int64, bool) {
+	switch in.Kind {
+	case OpEnqueue:
+		return out.Job, out.Outcome == Returned && out.Job != 0
+	case OpClaim:
+		return out.Job, out.Found
+	case OpComplete, OpExpire, OpObserve, OpLock, OpUnlock:
+		return in.Job, true
+	}
+	return 0, false
+}
+
+// JobState is one job as the concurrent model sees it; the zero value is "not enqueued".
+// Live is kept false unless the job is running, so that equal states compare equal.
+type JobState struct {
+	Exists bool
+	State  State
+	Gen    int64
+	Live   bool
+}
+
+func (s JobState) eligible() bool {
+	return s.Exists && (s.State == Ready || (s.State == Running && !s.Live))
+}
+
+func (s JobState) completable(gen int64) bool {
+	return s.Exists && s.State == Running && s.Gen == gen && s.Live
+}
+
+func (s JobState) String() string {
+	switch {
+	case !s.Exists:
+		return "not enqueued"
+	case s.State == Running && s.Live:
+		return fmt.Sprintf("running g%d live", s.Gen)
+	case s.State == Running:
+		return fmt.Sprintf("running g%d expired", s.Gen)
+	}
+	return fmt.Sprintf("%s g%d", s.State, s.Gen)
+}
+
+// StepJob is the concurrent specification of one job: the state after the operation, or the
+// violation that makes the operation impossible in state s. Operations with an unknown outcome
+// never violate: they take effect when they can, and "did not take effect" is the same as
+// taking effect after every other operation, which their return time of +infinity allows.
+func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
+	unknown := out.Outcome == Unknown
+	if out.Outcome == NotSent || out.Outcome == Aborted {
+		return s, nil
+	}
+	switch in.Kind {
+	case OpEnqueue:
+		if s.Exists {
+			if unknown {
+				return s, nil
+			}
+			return s, Violate(PRecovery, "enqueue returned id %d, which already exists", out.Job)
+		}
+		return JobState{Exists: true, State: Ready}, nil
+
+	case OpClaim:
+		id := out.Job
+		if !out.Found {
+			id = in.Job
+		}
+		switch {
+		case unknown && !out.Found: // may have claimed this job, or another, or nothing
+			if s.eligible() {
+				return JobState{Exists: true, State: Running, Gen: s.Gen + 1, Live: true}, nil
+			}
+			return s, nil
+		case unknown: // a committed-or-not claim whose answer is known
+			if s.eligible() && out.Gen == s.Gen+1 {
+				return JobState{Exists: true, State: Running, Gen: out.Gen, Live: true}, nil
+			}
+			return s, nil
+		case !out.Found:
+			if in.Strict && s.eligible() {
+				return s, Violate(PRecovery, "claim returned no job, but job %d was eligible (%s) and no other session could hold it", id, s)
+			}
+			return s, nil
+		}
+		switch {
+		case !s.Exists:
+			return s, Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
+		case s.State == Done:
+			return s, Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
+		case s.State == Running && s.Live:
+			return s, Violate(PExclusion, "claim returned job %d (generation %d) while generation %d still held a live lease", id, out.Gen, s.Gen)
+		case out.Gen != s.Gen+1:
+			return s, Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, out.Gen, s.Gen, s.Gen+1)
+		}
+		return JobState{Exists: true, State: Running, Gen: out.Gen, Live: true}, nil
+
+	case OpComplete:
+		id, g := in.Job, in.Gen
+		would := s.completable(g)
+		if unknown {
+			if would {
+				return JobState{Exists: true, State: Done, Gen: s.Gen}, nil
+			}
+			return s, nil
+		}
+		switch {
+		case out.Rows != 0 && out.Rows != 1:
+			return s, Violate(PFencing, "complete(%d, gen %d) reported %d rows; a completion changes 0 or 1", id, g, out.Rows)
+		case would && out.Rows == 0:
+			return s, Violate(PFencing, "complete(%d, gen %d) by the current owner with a live lease changed 0 rows", id, g)
+		case would:
+			return JobState{Exists: true, State: Done, Gen: s.Gen}, nil
+		case out.Rows == 0:
+			return s, nil
+		case !s.Exists:
+			return s, Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d was never enqueued", id, g, id)
+		case s.State == Done:
+			return s, Violate(PDoneOnce, "complete(%d, gen %d) changed 1 row, but the job was already done", id, g)
+		case s.State != Running:
+			return s, Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the job is %s, not running", id, g, s.State)
+		case s.Gen != g:
+			return s, Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the current generation is %d: a stale generation completed the job", id, g, s.Gen)
+		}
+		return s, Violate(PFencing, "complete(%d, gen %d) changed 1 row, but its lease had expired", id, g)
+
+	case OpExpire:
+		if s.State == Running {
+			s.Live = false
+		}
+		return s, nil
+
+	case OpObserve:
+		id := in.Job
+		switch {
+		case out.Found != s.Exists && s.Exists:
+			return s, Violate(PRecovery, "a snapshot does not hold job %d, which was enqueued (lost)", id)
+		case out.Found != s.Exists:
+			return s, Violate(PRecovery, "a snapshot holds job %d, which was never enqueued", id)
+		case !s.Exists:
+			return s, nil
+		case out.State != s.State:
+			p := PRecovery
+			if out.State == Done || s.State == Done {
+				p = PDoneOnce
+			}
+			return s, Violate(p, "a snapshot shows job %d %s, but it must be %s", id, out.State, s)
+		case out.Gen != s.Gen:
+			return s, Violate(PGenerations, "a snapshot shows job %d at generation %d, but it must be %s", id, out.Gen, s)
+		case s.State == Running && out.Live != s.Live:
+			return s, Violate(PDBTime, "a snapshot shows job %d's lease %s, but it must be %s", id, liveWord(out.Live), s)
+		}
+		return s, nil
+	}
+	return s, nil
+}
+
+// Ignored reports whether an operation constrains no job at all, so that partitions leave it
+// out: it had no effect (not sent, aborted), it is a non-strict empty claim (always legal under
+// the relaxation, so it can be linearized anywhere), or it is a lock or unlock (no state).
+func Ignored(in Input, out Output) bool {
+	switch {
+	case out.Outcome == NotSent || out.Outcome == Aborted:
+		return true
+	case in.Kind == OpLock || in.Kind == OpUnlock:
+		return true
+	case in.Kind == OpClaim && out.Outcome == Returned && !out.Found && !in.Strict:
+		return true
+	}
+	return false
+}
+
+// PartitionByJob splits a history into one sub-history per job, ordered by job id.
+//
+// Why this is sound. Under the relaxations above, the queue is a set of independent objects,
+// one per job: an operation that names a job (an enqueue that returned its id, a claim that
+// returned it, a completion, an expiry, an observation of its row) reads and writes that job
+// only. Linearizability is local (Herlihy and Wing): a history of independent objects is
+// linearizable iff each object's sub-history is. An empty claim is always legal, so it
+// constrains nothing and is dropped. Three kinds of operation name no job, or several:
+//
+//   - A claim with an unknown outcome may have claimed any one job. It is copied into every
+//     job's partition as "may have claimed this job". That over-approximates (the copies may
+//     claim several jobs), which can hide a bug but never raise a false alarm. Each copy can
+//     act only while its job is eligible, and a job becomes eligible only through its enqueue
+//     or an expiry, so at most (enqueues + expiries) copies can take effect in one partition;
+//     copies are interchangeable except for their call times, and an earlier-called copy can
+//     be linearized wherever a later-called one can, so keeping only that many, the earliest
+//     called, decides exactly the same thing. This keeps long histories cheap.
+//   - An enqueue with an unknown outcome has no id. It is copied, as "may have created this
+//     job", into the partitions of jobs that no returned enqueue created; one copy suffices
+//     (only the first can take effect), the earliest called.
+//   - A strict empty claim says "no job was eligible" at one instant. It is copied into every
+//     job's partition, each copy free to be linearized at its own instant within the claim's
+//     interval: again weaker than the truth, never stronger. A copy is left out where it
+//     cannot fail: the job's enqueue was called after the claim returned (it did not exist),
+//     or an accepted completion of it returned before the claim was called (it was done).
+func PartitionByJob(history []porcupine.Operation) [][]porcupine.Operation {
+	return partitionByJob(history, false)
+}
+
+// partitionByJob is PartitionByJob; everyCopy keeps every copy of every operation that names
+// no job, which the tests use to show that leaving copies out decides the same.
+func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine.Operation {
+	byJob := map[int64][]porcupine.Operation{}
+	var unknownClaims, unknownEnqueues, strictEmpty []porcupine.Operation
+	for _, op := range history {
+		in, ok1 := op.Input.(Input)
+		out, ok2 := op.Output.(Output)
+		if !ok1 || !ok2 || Ignored(in, out) {
+			continue
+		}
+		if id, ok := JobOf(in, out); ok {
+			byJob[id] = append(byJob[id], op)
+			continue
+		}
+		switch {
+		case in.Kind == OpClaim && out.Outcome == Unknown:
+			unknownClaims = append(unknownClaims, op)
+		case in.Kind == OpEnqueue && out.Outcome == Unknown:
+			unknownEnqueues = append(unknownEnqueues, op)
+		case in.Kind == OpClaim && in.Strict:
+			strictEmpty = append(strictEmpty, op)
+		}
+	}
+	// A job that no operation names has nothing to check, so copies go only to named jobs.
+	byCall := func(ops []porcupine.Operation) {
+		sort.SliceStable(ops, func(a, b int) bool { return ops[a].Call < ops[b].Call })
+	}
+	byCall(unknownClaims)
+	byCall(unknownEnqueues)
+	ids := make([]int64, 0, len(byJob))
+	for id := range byJob {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	out := make([][]porcupine.Operation, 0, len(ids))
+	for _, id := range ids {
+		part := byJob[id]
+		windows := 0
+		enqueuedAt, doneBy := int64(-1), int64(-1)
+		for _, op := range part {
+			in, o := op.Input.(Input), op.Output.(Output)
+			switch in.Kind {
+			case OpEnqueue:
+				windows++
+				if o.Outcome == Returned && (enqueuedAt < 0 || op.Call < enqueuedAt) {
+					enqueuedAt = op.Call
+				}
+			case OpExpire:
+				windows++
+			case OpComplete:
+				if o.Outcome == Returned && o.Rows == 1 && (doneBy < 0 || op.Return < doneBy) {
+					doneBy = op.Return
+				}
+			}
+		}
+		switch {
+		case enqueuedAt >= 0:
+		case everyCopy:
+			for _, op := range unknownEnqueues {
+				part = append(part, copyFor(op, id))
+			}
+			windows++
+		case len(unknownEnqueues) > 0:
+			part = append(part, copyFor(unknownEnqueues[0], id))
+			windows++
+		}
+		if everyCopy {
+			windows = len(unknownClaims)
+		}
+		for i := 0; i < windows && i < len(unknownClaims); i++ {
+			part = append(part, copyFor(unknownClaims[i], id))
+		}
+		for _, op := range strictEmpty {
+			if !everyCopy && ((enqueuedAt >= 0 && enqueuedAt > op.Return) || (doneBy >= 0 && doneBy < op.Call)) {
+				continue
+			}
+			part = append(part, copyFor(op, id))
+		}
+		out = append(out, part)
+	}
+	return out
+}
+
+func copyFor(op porcupine.Operation, job int64) porcupine.Operation {
+	in := op.Input.(Input)
+	in.Job = job
+	op.Input = in
+	return op
+}
+
+// Porcupine returns the porcupine model of the queue: per-job state, partitioned by job.
+func Porcupine() porcupine.Model {
+	return porcupine.Model{
+		Partition: PartitionByJob,
+		Init:      func() any { return JobState{} },
+		Step: func(state, input, output any) (bool, any) {
+			next, v := StepJob(state.(JobState), input.(Input), output.(Output))
+			return v == nil, next
+		},
+		Equal: func(a, b any) bool { return a.(JobState) == b.(JobState) },
+		Hash: func(state any) uint64 {
+			s := state.(JobState)
+			h := fnv.New64a()
+			fmt.Fprintf(h, "%t/%s/%d/%t", s.Exists, s.State, s.Gen, s.Live)
+			return h.Sum64()
+		},
+		DescribeOperation: func(input, output any) string { return DescribeOp(input.(Input), output.(Output)) },
+		DescribeState:     func(state any) string { return state.(JobState).String() },
+		DescribeOperationMetadata: func(info any) string {
+			if info == nil {
+				return ""
+			}
+			return fmt.Sprint(info)
+		},
+	}
+}
+
+// DescribeOp prints an operation and its answer, as timelines and reports show it.
+func DescribeOp(in Input, out Output) string {
+	var call, answer string
+	switch in.Kind {
+	case OpEnqueue:
+		call = "enqueue"
+		if out.Outcome == Returned {
+			answer = fmt.Sprintf("job %d", out.Job)
+		}
+	case OpClaim:
+		call = "claim"
+		if in.Strict {
+			call = "claim (strict)"
+		}
+		switch {
+		case out.Found:
+			answer = fmt.Sprintf("job %d gen %d", out.Job, out.Gen)
+		case out.Outcome == Returned:
+			answer = "none"
+		}
+		if !out.Found && in.Job != 0 {
+			call += fmt.Sprintf(" [as seen by job %d]", in.Job)
+		}
+	case OpComplete:
+		call = fmt.Sprintf("complete(%d, gen %d)", in.Job, in.Gen)
+		if out.Outcome == Returned {
+			answer = fmt.Sprintf("%d row", out.Rows)
+			if out.Rows != 1 {
+				answer += "s"
+			}
+		}
+	case OpExpire:
+		call = fmt.Sprintf("expire(%d)", in.Job)
+		if out.Outcome == Returned {
+			answer = "ok"
+		}
+	case OpObserve:
+		call = fmt.Sprintf("snapshot[job %d]", in.Job)
+		if out.Outcome == Returned {
+			answer = "absent"
+			if out.Found {
+				answer = (JobState{Exists: true, State: out.State, Gen: out.Gen, Live: out.Live && out.State == Running}).String()
+			}
+		}
+	case OpLock, OpUnlock:
+		call = fmt.Sprintf("%s(%d)", in.Kind, in.Job)
+		answer = "ok"
+	default:
+		call = string(in.Kind)
+	}
+	switch out.Outcome {
+	case Unknown:
+		if answer != "" {
+			answer += ", "
+		}
+		answer += "outcome unknown"
+	case NotSent:
+		answer = "not sent"
+	case Aborted:
+		if answer != "" {
+			answer += ", "
+		}
+		answer += "rolled back"
+	}
+	if out.Err != "" {
+		answer += " (" + strings.TrimSpace(out.Err) + ")"
+	}
+	return call + " -> " + answer
+}
