@@ -88,7 +88,8 @@ func linearMutant(t *testing.T, m *mutant.Mutant) {
 	in := suttest.Install(t, m.Queue)
 	t.Run("stress", func(t *testing.T) {
 		for attempt := 1; ; attempt++ {
-			res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: *stressFor})
+			// The mutant's failure is expected: its report goes where the test cleans up.
+			res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: *stressFor, ReportDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +108,7 @@ func linearMutant(t *testing.T, m *mutant.Mutant) {
 	})
 	t.Run("scheduled", func(t *testing.T) {
 		start := time.Now()
-		f := linear.SearchScheduled(ctx, in, t.Name(), linear.ScheduledConfig{Name: m.Name})
+		f := linear.SearchScheduled(ctx, in, t.Name(), linear.ScheduledConfig{Name: m.Name, ReportDir: t.TempDir()})
 		if f == nil {
 			t.Fatalf("mutant survived: %s", m.Bug)
 		}
