@@ -60,7 +60,7 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 // `go test`: the regression corpus. A replay of a failure already saved adds nothing.
 func saveFinding(t *testing.T, f *program.Finding, q *sut.Queue) {
 	t.Logf("reduced to %d operations:\n%s", len(f.Ops), f.Report)
-	header := map[string]string{"queue": q.Source, "found by": t.Name(), "found": time.Now().UTC().Format(time.RFC3339)}
+	header := map[string]string{"queue": q.Ref("."), "found by": t.Name(), "found": time.Now().UTC().Format(time.RFC3339)}
 	path, fresh, err := program.Save(program.FoundDir, t.Name(), f, header)
 	if err != nil {
 		t.Logf("could not save the program: %v", err)

@@ -245,3 +245,40 @@ func contractLine(file string) string {
 	}
 	return ""
 }
+
+// Dir is the queue's folder, or "" for a built-in queue.
+func (q *Queue) Dir() string {
+	if strings.HasPrefix(q.Source, "built-in ") {
+		return ""
+	}
+	return q.Source
+}
+
+// Ref names the queue for a saved case: its folder relative to root when it lies inside (so
+// the case still resolves in another checkout), else its source as is.
+func (q *Queue) Ref(root string) string {
+	dir := q.Dir()
+	if dir == "" || root == "" {
+		return q.Source
+	}
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return q.Source
+	}
+	rel, err := filepath.Rel(absRoot, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return q.Source
+	}
+	return rel
+}
+
+// LoadRef loads a queue named by Ref: a built-in, or a folder relative to root.
+func LoadRef(root, ref string) (*Queue, error) {
+	if name, ok := strings.CutPrefix(ref, "built-in "); ok {
+		return Builtin(name)
+	}
+	if !filepath.IsAbs(ref) {
+		ref = filepath.Join(root, ref)
+	}
+	return LoadDir(ref)
+}

@@ -353,12 +353,7 @@ func (q *queueFlags) load(cmd string) (*sut.Queue, error) {
 }
 
 // queueDir is the absolute folder of a queue loaded from disk, or "" for a built-in.
-func queueDir(q *sut.Queue) string {
-	if strings.HasPrefix(q.Source, "built-in ") {
-		return ""
-	}
-	return q.Source
-}
+func queueDir(q *sut.Queue) string { return q.Dir() }
 
 // writableFile checks up front that path can be written (creating its folder), so a long run
 // does not end by failing to save its result.

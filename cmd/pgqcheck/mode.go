@@ -237,7 +237,7 @@ func (s *Saver) keepProgram(ctx context.Context, f *Failure, env *program.Env, t
 	if !s.Keep {
 		return nil
 	}
-	header := map[string]string{"queue": q.Source, "found by": "pgqcheck run (" + test + ")", "found": time.Now().UTC().Format(time.RFC3339)}
+	header := map[string]string{"queue": q.Ref(s.Root), "found by": "pgqcheck run (" + test + ")", "found": time.Now().UTC().Format(time.RFC3339)}
 	path, _, err := program.Save(filepath.Join(s.Root, program.FoundDir), test, rf, header)
 	if err != nil {
 		return fmt.Errorf("saving the reduced program: %v", unwrapPath(err))
