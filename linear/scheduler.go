@@ -7,12 +7,12 @@ import (
 	"io"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"pgregory.net/rapid"
 
 	"pgqcheck/model"
+	ops "pgqcheck/program"
 	"pgqcheck/sut"
 )
 
@@ -902,51 +902,9 @@ func (f *Finding) Verdict() string {
 func SearchScheduled(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig) *Finding {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
-	tb := &searchTB{name: name}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // FailNow ends this goroutine, as testing.T's does
-		defer wg.Done()
-		rapid.Check(tb, s.Property)
-	}()
-	wg.Wait()
-	if !tb.Failed() {
+	out, failed := ops.CheckOutside(name, s.Property)
+	if !failed {
 		return nil
 	}
-	return &Finding{Name: name, Output: tb.out.String()}
-}
-
-// searchTB is a rapid.TB that keeps what rapid says instead of failing a test.
-type searchTB struct {
-	name   string
-	mu     sync.Mutex
-	out    strings.Builder
-	failed bool
-}
-
-func (r *searchTB) Helper()      {}
-func (r *searchTB) Name() string { return r.name }
-func (r *searchTB) Logf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	fmt.Fprintf(&r.out, format+"\n", args...)
-}
-func (r *searchTB) Log(args ...any)                   { r.Logf("%s", fmt.Sprint(args...)) }
-func (r *searchTB) Skipf(format string, args ...any)  { r.Logf(format, args...); runtime.Goexit() }
-func (r *searchTB) Skip(args ...any)                  { r.Log(args...); runtime.Goexit() }
-func (r *searchTB) SkipNow()                          { runtime.Goexit() }
-func (r *searchTB) Errorf(format string, args ...any) { r.Logf(format, args...); r.Fail() }
-func (r *searchTB) Error(args ...any)                 { r.Log(args...); r.Fail() }
-func (r *searchTB) Fatalf(format string, args ...any) { r.Errorf(format, args...); r.FailNow() }
-func (r *searchTB) Fatal(args ...any)                 { r.Error(args...); r.FailNow() }
-func (r *searchTB) FailNow()                          { r.Fail(); runtime.Goexit() }
-func (r *searchTB) Fail() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failed = true
-}
-func (r *searchTB) Failed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.failed
+	return &Finding{Name: name, Output: out}
 }

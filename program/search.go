@@ -36,13 +36,23 @@ func (f *Finding) Program(header map[string]string) *Program {
 // file's name, as a test name would. It returns nil when every check passed; otherwise the
 // failure, reduced further by Reduce.
 func Search(ctx context.Context, env *Env, name string, realTime bool) *Finding {
-	tb := &recorder{name: name}
-	prop := func(t *rapid.T) {
+	out, failed := CheckOutside(name, func(t *rapid.T) {
 		if err := env.Reset(ctx); err != nil {
 			t.Fatal(err)
 		}
 		t.Repeat(StateMachine(ctx, env, realTime))
+	})
+	if !failed {
+		return nil
 	}
+	return Reduced(ctx, env, name, out)
+}
+
+// CheckOutside runs rapid.Check outside `go test` (campaigns, the mutants table), under name as
+// a test's name (it names rapid's fail files), and returns what rapid reported and whether the
+// property failed.
+func CheckOutside(name string, prop func(*rapid.T)) (output string, failed bool) {
+	tb := &recorder{name: name}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // FailNow ends this goroutine, as testing.T's does
@@ -50,10 +60,7 @@ func Search(ctx context.Context, env *Env, name string, realTime bool) *Finding 
 		rapid.Check(tb, prop)
 	}()
 	wg.Wait()
-	if !tb.Failed() {
-		return nil
-	}
-	return Reduced(ctx, env, name, tb.out.String())
+	return tb.out.String(), tb.Failed()
 }
 
 // Reduced reduces the program of env's last run (rapid's final replay of its shrunk case).

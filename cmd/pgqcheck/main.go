@@ -47,7 +47,7 @@ var (
 func init() {
 	commands = append(commands, []*command{
 		{"walkthrough", "[-o evidence.json] [--sql-dir DIR | --queue NAME]", "reproduce the seed's walkthrough and write its evidence", runWalkthrough},
-		{"run", "--duration 10m [--sql-dir DIR | --queue NAME] [--workers N] [--seed S] [--report DIR] [--mode sequential]", "search a queue for violations for a while, saving every failure for go test", runCampaign},
+		{"run", "--duration 10m [--sql-dir DIR | --queue NAME] [--workers N] [--seed S] [--report DIR] [--mode all|sequential|stress|scheduled]", "search a queue for violations for a while, saving every failure for go test", runCampaign},
 		{"mutants", "[--dir testdata/mutants] [--run REGEXP] [--budget 1m]", "prove the suite catches every mutant and passes every correct built-in queue", runMutants},
 		{"report", "FILE... | -merge OUT.json FILE...", "print the summary of saved run reports, or merge shard reports", runReport},
 	}...)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"pgqcheck/linear"
@@ -75,8 +77,37 @@ func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		Output: res.String() + "\n" + v.Explanation, foundAt: begin.Add(res.Traffic)}
 	f.classify()
 	if res.ReportDir != "" && h.w.Saver.Keep {
-		f.ReplayFile = filepath.Join(res.ReportDir, linear.ReportHistory)
-		f.ReplayCommand = "pgqcheck check-history " + shellQuote(f.ReplayFile) + " -html " + shellQuote(filepath.Join(res.ReportDir, "recheck.html"))
+		return []*Failure{f}, h.keepHistory(f, res)
 	}
 	return []*Failure{f}, nil
 }
+
+// keepHistory saves the failing job's history (the whole one when no single job is to blame)
+// under testdata/histories, marked with the property it breaks, where TestLinearHistories
+// re-checks it on every go test.
+func (h *stressHunter) keepHistory(f *Failure, res *linear.Result) error {
+	src := filepath.Join(res.ReportDir, linear.ReportJob)
+	if _, err := os.Stat(src); err != nil {
+		src = filepath.Join(res.ReportDir, linear.ReportHistory)
+	}
+	hist, err := linear.Load(src)
+	if err != nil {
+		return fmt.Errorf("reading the failing history: %v", err)
+	}
+	hist.Expect = fmt.Sprintf("property %d", res.Verdict.Violation.Property)
+	name := "found-" + safeFileName(h.w.Queue.Name) + "-stress-" + time.Now().UTC().Format("20060102T150405")
+	dst := filepath.Join(h.w.Saver.Root, "testdata", "histories", name+".json")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("saving the history: %v", unwrapPath(err))
+	}
+	if err := hist.Save(dst); err != nil {
+		return fmt.Errorf("saving the history as %s: %v", dst, unwrapPath(err))
+	}
+	f.ReplayFile = dst
+	f.ReplayCommand = "cd " + shellQuote(h.w.Saver.Root) + " && go test -count=1 -run '^TestLinearHistories$/^" + regexpQuote(name) + "$' .   (timeline: pgqcheck check-history " + shellQuote(dst) + " -html t.html)"
+	return nil
+}
+
+func safeFileName(s string) string { return strings.Trim(programSlugRE.ReplaceAllString(s, "-"), "-") }
+
+var programSlugRE = regexp.MustCompile(`[^A-Za-z0-9_-]+`)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"pgqcheck/model"
+	"pgqcheck/plan"
 )
 
 // reportFormat changes when a field changes meaning; readers refuse formats they do not know.
@@ -20,34 +21,35 @@ const reportFormat = 1
 // Report is a campaign's result: where it ran, what it exercised, what held and what failed,
 // and how to replay each failure.
 type Report struct {
-	Format        int         `json:"format"`
-	Tool          string      `json:"tool"`
-	Started       time.Time   `json:"started"`
-	Finished      time.Time   `json:"finished"`
-	ElapsedS      float64     `json:"elapsed_s"`
-	Requested     string      `json:"requested_duration,omitempty"`
-	StopReason    string      `json:"stop_reason"`
-	Interrupted   bool        `json:"interrupted,omitempty"`
-	Backend       string      `json:"backend"`
-	ServerVersion string      `json:"server_version"`
-	Where         string      `json:"where"`
-	Queue         QueueInfo   `json:"queue"`
-	Mode          string      `json:"mode"`
-	Workers       int         `json:"workers"`
-	Seed          uint64      `json:"seed"`
-	ReplayRoot    string      `json:"replay_root"`
-	Checks        int64       `json:"checks"`
-	Ops           int64       `json:"ops"`
-	Histories     int64       `json:"histories"`
-	ShrinkRuns    int64       `json:"shrink_runs"`
-	ChecksPerS    float64     `json:"checks_per_s"`
-	OpsPerS       float64     `json:"ops_per_s"`
-	Counts        Counts      `json:"counts"`
-	Properties    []*PropStat `json:"properties"`
-	Failures      []*Failure  `json:"failures"`
-	HarnessErrors []string    `json:"harness_errors,omitempty"`
-	Verdict       string      `json:"verdict"` // held, violated, error
-	Shards        []string    `json:"shards,omitempty"`
+	Format        int          `json:"format"`
+	Tool          string       `json:"tool"`
+	Started       time.Time    `json:"started"`
+	Finished      time.Time    `json:"finished"`
+	ElapsedS      float64      `json:"elapsed_s"`
+	Requested     string       `json:"requested_duration,omitempty"`
+	StopReason    string       `json:"stop_reason"`
+	Interrupted   bool         `json:"interrupted,omitempty"`
+	Backend       string       `json:"backend"`
+	ServerVersion string       `json:"server_version"`
+	Where         string       `json:"where"`
+	Queue         QueueInfo    `json:"queue"`
+	Mode          string       `json:"mode"`
+	Workers       int          `json:"workers"`
+	Seed          uint64       `json:"seed"`
+	ReplayRoot    string       `json:"replay_root"`
+	Checks        int64        `json:"checks"`
+	Ops           int64        `json:"ops"`
+	Histories     int64        `json:"histories"`
+	ShrinkRuns    int64        `json:"shrink_runs"`
+	ChecksPerS    float64      `json:"checks_per_s"`
+	OpsPerS       float64      `json:"ops_per_s"`
+	Counts        Counts       `json:"counts"`
+	Properties    []*PropStat  `json:"properties"`
+	Failures      []*Failure   `json:"failures"`
+	HarnessErrors []string     `json:"harness_errors,omitempty"`
+	ClaimCost     *plan.Report `json:"claim_cost,omitempty"` // property 10, when measured
+	Verdict       string       `json:"verdict"`              // held, violated, error
+	Shards        []string     `json:"shards,omitempty"`
 }
 
 // Verdicts.
@@ -118,8 +120,9 @@ func (f *Failure) classify() {
 	f.Flaky = strings.Contains(f.Output, "flaky test, can not reproduce")
 }
 
-// allProperties are the design's properties, in order. 10 (claim cost) is a measurement that
-// `run` does not make.
+// allProperties are the design's properties, in order. 10 (claim cost) is a measurement, made
+// after the campaign (--plan-sizes): it flags a claim whose cost grows with done rows, and is
+// reported, not counted as a violation (timings on shared machines are not verdicts).
 var allProperties = []int{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations,
 	model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors, 10}
 
@@ -175,6 +178,26 @@ func (r *Report) fillProperties(checked []int) {
 	}
 }
 
+// Property 10's statuses.
+const (
+	statusFlat  = "flat"
+	statusGrows = "GROWS"
+)
+
+// setClaimCost records property 10's measurement.
+func (r *Report) setClaimCost(c *plan.Report) {
+	r.ClaimCost = c
+	for _, ps := range r.Properties {
+		if ps.Number != 10 || !c.Measurable {
+			continue
+		}
+		ps.Status, ps.Exercised, ps.ExercisedBy = statusFlat, int64(len(c.Rows)), "states measured with EXPLAIN (ANALYZE, BUFFERS)"
+		if c.Grows {
+			ps.Status = statusGrows
+		}
+	}
+}
+
 // decideVerdict sets the verdict from failures and harness errors.
 func (r *Report) decideVerdict() {
 	switch {
@@ -207,6 +230,14 @@ func (r *Report) Summary(w io.Writer) {
 			extra = fmt.Sprintf(", %d failure(s)", ps.Failures)
 		}
 		p("    %-11s %2d %-22s %s %s%s", ps.Status, ps.Number, ps.Name, num(ps.Exercised), ps.ExercisedBy, extra)
+	}
+	if c := r.ClaimCost; c != nil {
+		p("  claim cost: %s", c.Verdict)
+		if c.Measurable {
+			for _, l := range strings.Split(strings.TrimRight(c.Summary(), "\n"), "\n") {
+				p("    %s", l)
+			}
+		}
 	}
 	for i, f := range r.Failures {
 		tag := ""
@@ -349,6 +380,9 @@ func merge(paths []string, rs []*Report) (*Report, error) {
 		m.Counts.Add(r.Counts)
 		m.Failures = append(m.Failures, r.Failures...)
 		m.HarnessErrors = append(m.HarnessErrors, r.HarnessErrors...)
+		if m.ClaimCost == nil {
+			m.ClaimCost = r.ClaimCost // every shard measures the same queue the same way
+		}
 		backends = appendNew(backends, r.Backend)
 		versions = appendNew(versions, r.ServerVersion)
 		wheres = appendNew(wheres, r.Where)
@@ -372,6 +406,9 @@ func merge(paths []string, rs []*Report) (*Report, error) {
 	}
 	sort.Ints(on)
 	m.fillProperties(on)
+	if m.ClaimCost != nil {
+		m.setClaimCost(m.ClaimCost)
+	}
 	m.decideVerdict()
 	return m, nil
 }

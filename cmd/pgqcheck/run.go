@@ -9,29 +9,35 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"pgqcheck/plan"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 )
 
 func init() {
-	commandDetails["run"] = `A campaign: every worker gets a database of its own and runs rounds of the chosen mode until
-the duration is up, a violation is found (unless --keep-going) or Ctrl-C is pressed. The first
-Ctrl-C stops after the current round and still writes the report; a second abandons the round.
+	commandDetails["run"] = `A campaign: every worker gets a database of its own and runs rounds until the duration is up, a
+violation is found (unless --keep-going) or Ctrl-C is pressed. With --mode all (the default) the
+rounds take turns: sequential (the Prop state machine), stress (concurrent sessions and injected
+faults, the history checked with porcupine) and scheduled (concurrent interleavings drawn by
+rapid, so they replay and shrink). The first Ctrl-C stops after the current round and still
+writes the report; a second abandons the round.
 
-Every failure is shrunk and saved where plain go test replays it,
-  <module root>/testdata/rapid/TestPropQueue_<queue>/TestPropQueue_<queue>-<time>-<pid>.fail
-and the report prints the exact replay command, for example
-  cd <module root> && go test -count=1 -run '^TestPropQueue$/^seed$' .
-(for a queue folder, PGQCHECK_SQL_DIR=<folder> is part of it: the replay must judge the same
-queue). Cases saved by earlier campaigns are replayed first.
+Every failure is saved where plain go test replays it, and the report prints the exact command:
+  sequential  testdata/rapid/TestPropQueue_<queue>/*.fail and testdata/programs/found/*.ops
+  scheduled   testdata/rapid/TestLinearScheduled_<queue>/*.fail
+  stress      testdata/histories/found-*.json (re-checked by TestLinearHistories), plus a report
+              folder with the whole history and the failing job's HTML timeline
+For a queue folder, PGQCHECK_SQL_DIR=<folder> is part of the replay: it must judge the same
+queue. Cases saved by earlier campaigns are replayed first.
 
 The report (JSON, and a .txt summary) goes into --report; pgqcheck report prints or merges them.
-In sequential mode a campaign rerun with the same --seed and --workers repeats each worker's
-rounds; stress mode's seed fixes its choices, not the timing of concurrent sessions.
+A campaign rerun with the same --seed and --workers repeats each worker's sequential and
+scheduled rounds; stress mode's seed fixes its choices, not the timing of concurrent sessions.
 `
 }
 
@@ -41,9 +47,10 @@ func runCampaign(c *cli, args []string) error {
 	workers := fs.Int("workers", max(1, runtime.NumCPU()/2), "workers, each with a database of its own")
 	seed := fs.Uint64("seed", 0, "campaign seed (0: pick one and print it)")
 	reportDir := fs.String("report", "pgqcheck-reports", "folder for the report JSON and its summary")
-	modeName := fs.String("mode", "sequential", "how to search: "+modeNames()+" (stress and scheduled come with the linear package)")
+	modeName := fs.String("mode", allModes, "how to search: "+allModes+" (each in turn), or one or a comma-separated list of "+modeNames())
 	keepGoing := fs.Bool("keep-going", false, "keep searching after a violation (one saved case per property)")
 	shrink := fs.Duration("shrink-time", 30*time.Second, "time rapid may spend shrinking a failure before saving it")
+	planSizes := fs.String("plan-sizes", "10000,100000", "done-row counts at which to measure the claim's cost (property 10) after the campaign; empty: skip")
 	root := fs.String("corpus", "", "module root under whose testdata/ failing cases are saved (default: the pgqcheck module above the working directory)")
 	var qf queueFlags
 	qf.add(fs)
@@ -63,7 +70,11 @@ func runCampaign(c *cli, args []string) error {
 	if *workers < 1 {
 		return usageErrorf("run: --workers must be at least 1 (got %d)", *workers)
 	}
-	mode, err := lookupMode("run", *modeName)
+	sizes, err := parseSizes(*planSizes)
+	if err != nil {
+		return usageErrorf("run: --plan-sizes %q: %v; give comma-separated done-row counts such as 10000,100000, or an empty string", *planSizes, err)
+	}
+	mode, err := lookupModes("run", *modeName)
 	if err != nil {
 		return err
 	}
@@ -96,7 +107,7 @@ func runCampaign(c *cli, args []string) error {
 	}
 
 	setRapid("rapid.shrinktime", shrink.String())
-	cp := &campaign{c: c, mode: mode, q: q, workers: *workers, seed: *seed, duration: *duration, keepGoing: *keepGoing, saver: saver}
+	cp := &campaign{c: c, mode: mode, q: q, workers: *workers, seed: *seed, duration: *duration, keepGoing: *keepGoing, saver: saver, planSizes: sizes}
 	c.sig.onSoft("pgqcheck: stopping after the current round and writing the report (press Ctrl-C again to abandon the round)")
 	rep, err := cp.run()
 	if rep == nil {
@@ -164,6 +175,7 @@ func (s *Saver) close() {
 type campaign struct {
 	c         *cli
 	mode      Mode
+	planSizes []int
 	q         *sut.Queue
 	workers   int
 	seed      uint64
@@ -249,6 +261,9 @@ func (cp *campaign) run() (*Report, error) {
 	pwg.Wait()
 
 	rep := cp.report(srv)
+	if len(cp.planSizes) > 0 && soft.Err() == nil {
+		rep.setClaimCost(cp.measureClaimCost(hard, srv))
+	}
 	switch {
 	case hard.Err() != nil:
 		rep.StopReason, rep.Interrupted = "interrupted; the round in progress was abandoned", true
@@ -260,6 +275,42 @@ func (cp *campaign) run() (*Report, error) {
 		rep.StopReason = "duration reached"
 	}
 	return rep, nil
+}
+
+// measureClaimCost measures property 10 in a database of its own: the claim under EXPLAIN
+// (ANALYZE, BUFFERS), rolled back, at each size of done rows.
+func (cp *campaign) measureClaimCost(ctx context.Context, srv *pgserver.Server) *plan.Report {
+	fmt.Fprintf(cp.c.stderr, "pgqcheck: measuring the claim's cost at %v done rows\n", cp.planSizes)
+	fail := func(err error) *plan.Report {
+		return &plan.Report{Queue: cp.q.Name, Source: cp.q.Source, Verdict: "not measured: " + err.Error()}
+	}
+	db, err := srv.CreateDatabase(ctx, "pgqcheck_plan_"+cp.q.Name)
+	if err != nil {
+		return fail(err)
+	}
+	defer db.Drop(context.Background())
+	in, err := sut.Install(ctx, db.DSN, cp.q)
+	if err != nil {
+		return fail(err)
+	}
+	defer in.Close()
+	r, err := plan.Measure(ctx, in, cp.planSizes)
+	if err != nil {
+		return fail(err)
+	}
+	return r
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a row count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // startWorkers gives each worker a database, the installed queue and a hunter. cleanup undoes

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,6 +114,33 @@ func setRapid(name, value string) {
 // machine without real-time leases); the actions are wrapped only to observe the trace, which
 // draws nothing, so the fail files rapid writes replay under `go test`.
 func search(ctx context.Context, env *program.Env, name string, seed uint64, tally *Tally) searchResult {
+	return searchProperty(name, seed, tally, func(t *rapid.T, failed func() bool) {
+		if err := env.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		actions := program.StateMachine(ctx, env, false)
+		for key, action := range actions {
+			if key == "" {
+				continue
+			}
+			actions[key] = func(t *rapid.T) {
+				n := len(env.Trace)
+				defer func() {
+					if !failed() && len(env.Trace) > n {
+						tally.Observe(env.Trace[n:])
+					}
+				}()
+				action(t)
+			}
+		}
+		t.Repeat(actions)
+	})
+}
+
+// searchProperty runs rapid on prop under the test name name from seed, counting checks and
+// shrink runs into tally. prop is told whether a failure has been seen (its runs from then on
+// are shrinking).
+func searchProperty(name string, seed uint64, tally *Tally, prop func(t *rapid.T, failed func() bool)) searchResult {
 	var (
 		res      searchResult
 		start    = time.Now()
@@ -126,7 +151,7 @@ func search(ctx context.Context, env *program.Env, name string, seed uint64, tal
 	setRapid("rapid.seed", strconv.FormatUint(seed, 10))
 	release := func() { released.Do(rapidSeed.Unlock) }
 
-	prop := func(t *rapid.T) {
+	out, fail := program.CheckOutside(name, func(t *rapid.T) {
 		release()
 		passed := false
 		defer func() {
@@ -144,43 +169,16 @@ func search(ctx context.Context, env *program.Env, name string, seed uint64, tal
 				tally.setShrink(+1)
 			}
 		}()
-		if err := env.Reset(ctx); err != nil {
-			t.Fatal(err)
-		}
-		actions := program.StateMachine(ctx, env, false)
-		for key, action := range actions {
-			if key == "" {
-				continue
-			}
-			actions[key] = func(t *rapid.T) {
-				n := len(env.Trace)
-				defer func() {
-					if !failed && len(env.Trace) > n {
-						tally.Observe(env.Trace[n:])
-					}
-				}()
-				action(t)
-			}
-		}
-		t.Repeat(actions)
+		prop(t, func() bool { return failed })
 		passed = true
-	}
-
-	rec := &recorder{name: name}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // FailNow ends this goroutine, as testing.T's does
-		defer wg.Done()
-		rapid.Check(rec, prop)
-	}()
-	wg.Wait()
+	})
 	release()
 	if failed {
 		tally.setShrink(-1)
 	}
 	res.Elapsed = time.Since(start)
-	res.Failed = rec.Failed()
-	res.Output = rec.out.String()
+	res.Failed = fail
+	res.Output = out
 	if res.Failed {
 		if m := failFileRE.FindStringSubmatch(res.Output); m != nil {
 			res.FailFile, _ = strconv.Unquote(`"` + m[1] + `"`)
@@ -228,38 +226,3 @@ func rapidFileName(test string) string {
 
 // subtestName is the name `go test` gives t.Run(name): spaces become underscores.
 func subtestName(name string) string { return strings.ReplaceAll(name, " ", "_") }
-
-// recorder is a rapid.TB that keeps what rapid says instead of failing a test.
-type recorder struct {
-	name   string
-	mu     sync.Mutex
-	out    strings.Builder
-	failed bool
-}
-
-func (r *recorder) Helper()      {}
-func (r *recorder) Name() string { return r.name }
-func (r *recorder) Logf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	fmt.Fprintf(&r.out, format+"\n", args...)
-}
-func (r *recorder) Log(args ...any)                   { r.Logf("%s", fmt.Sprint(args...)) }
-func (r *recorder) Skipf(format string, args ...any)  { r.Logf(format, args...); runtime.Goexit() }
-func (r *recorder) Skip(args ...any)                  { r.Log(args...); runtime.Goexit() }
-func (r *recorder) SkipNow()                          { runtime.Goexit() }
-func (r *recorder) Errorf(format string, args ...any) { r.Logf(format, args...); r.Fail() }
-func (r *recorder) Error(args ...any)                 { r.Log(args...); r.Fail() }
-func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); r.FailNow() }
-func (r *recorder) Fatal(args ...any)                 { r.Error(args...); r.FailNow() }
-func (r *recorder) FailNow()                          { r.Fail(); runtime.Goexit() }
-func (r *recorder) Fail() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failed = true
-}
-func (r *recorder) Failed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.failed
-}
