@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -222,4 +223,37 @@ func TestSeedWalkthroughProgram(t *testing.T) {
 			t.Errorf("step %d answered %q, the seed's walkthrough %q:\n%s", i+1, got, w, env.Program())
 		}
 	}
+}
+
+// BenchmarkFuzzExec measures what one fuzz worker can execute: random 64-byte inputs decoded
+// into programs and run on the model and the queue, resets included (what -fuzz does per input,
+// without the fuzzer's own bookkeeping).
+func BenchmarkFuzzExec(b *testing.B) {
+	ctx := context.Background()
+	e := newBenchEnv(b)
+	rng := rand.New(rand.NewPCG(1, 2))
+	input := make([]byte, 64)
+	ops := 0
+	for b.Loop() {
+		for i := range input {
+			input[i] = byte(rng.UintN(256))
+		}
+		steps := fuzz.Decode(input)
+		ops += len(steps)
+		if err := fuzz.Run(ctx, e, steps); err != nil {
+			b.Fatalf("%s", program.Report(e, err))
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "execs/s")
+	b.ReportMetric(float64(ops)/float64(b.N), "steps/exec")
+}
+
+func newBenchEnv(b *testing.B) *program.Env {
+	in := suttest.Install(b, sut.MustBuiltin(sut.DefaultQueue))
+	e, err := program.NewEnv(context.Background(), in, program.Workers, program.Lockers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(e.Close)
+	return e
 }

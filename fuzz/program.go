@@ -24,8 +24,8 @@ import (
 // Sessions in a fuzzed program: as many as the Prop suite has, so a case found by either reads
 // the same.
 const (
-	Workers = 3
-	Lockers = 2
+	Workers = program.Workers
+	Lockers = program.Lockers
 )
 
 // MaxSteps bounds a program, so one input cannot run for long.
