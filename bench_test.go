@@ -23,9 +23,7 @@ func BenchmarkPropSteps(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rapid.Check(b, func(t *rapid.T) {
-			if err := env.Reset(ctx); err != nil {
-				t.Fatal(err)
-			}
+			program.Begin(ctx, t, env)
 			defer func() { steps += len(env.Trace) }()
 			t.Repeat(program.StateMachine(ctx, env, false))
 		})

@@ -37,9 +37,7 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 	ctx := context.Background()
 	env := newEnv(t, q)
 	prop := func(rt *rapid.T) {
-		if err := env.Reset(ctx); err != nil {
-			rt.Fatal(err)
-		}
+		program.Begin(ctx, rt, env)
 		rt.Repeat(program.StateMachine(ctx, env, realTime))
 	}
 	if realTime {

@@ -164,6 +164,19 @@ func (e *Env) Payload() string {
 // Step runs one operation, records it in the trace, and returns the violation or error it met.
 // A harness failure (not a verdict on the queue) is returned as a *HarnessError.
 func (e *Env) Step(ctx context.Context, op Op) error {
+	if c, ok := op.(Compound); ok {
+		// Each part is a step of its own, checked and traced alone: programs read, count,
+		// save and reduce in simple operations.
+		for _, part := range c.Parts() {
+			if !part.Applicable(e) {
+				continue
+			}
+			if err := e.Step(ctx, part); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	answer, err := op.Run(ctx, e)
 	line := op.String()
 	if answer != "" {

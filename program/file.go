@@ -23,6 +23,8 @@ var opSyntax = []struct {
 	{regexp.MustCompile(`^w(\d+) complete newest$`), func(n []int) Op { return Complete{W: n[0]} }},
 	{regexp.MustCompile(`^w(\d+) complete newest-(\d+)$`), func(n []int) Op { return Complete{W: n[0], Back: n[1]} }},
 	{regexp.MustCompile(`^w(\d+) pause past lease$`), func(n []int) Op { return Pause{W: n[0]} }},
+	{regexp.MustCompile(`^w(\d+) pause past lease, then complete$`), func(n []int) Op { return Overslept{W: n[0]} }},
+	{regexp.MustCompile(`^w(\d+) pause past lease, w(\d+) claim, w\d+ complete$`), func(n []int) Op { return Replaced{W: n[0], By: n[1]} }},
 	{regexp.MustCompile(`^expire job (\d+)$`), func(n []int) Op { return Expire{Job: int64(n[0])} }},
 	{regexp.MustCompile(`^locker(\d+) lock job (\d+)$`), func(n []int) Op { return Lock{L: n[0], Job: int64(n[1])} }},
 	{regexp.MustCompile(`^locker(\d+) commit$`), func(n []int) Op { return Release{L: n[0], How: Commit} }},

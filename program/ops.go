@@ -157,6 +157,55 @@ func (o Pause) Run(ctx context.Context, e *Env) (string, error) {
 	return a, err
 }
 
+// Compound is an operation made of simpler ones in a fixed order. It exists to make a scenario
+// likely in random programs; Env.Step runs, checks and traces its parts one by one.
+type Compound interface {
+	Op
+	Parts() []Op
+}
+
+// runParts runs a compound's parts in order, joining their answers.
+func runParts(ctx context.Context, e *Env, c Compound) (string, error) {
+	var answers []string
+	for _, op := range c.Parts() {
+		a, err := op.Run(ctx, e)
+		if a != "" {
+			answers = append(answers, a)
+		}
+		if err != nil {
+			return strings.Join(answers, "; "), err
+		}
+	}
+	return strings.Join(answers, "; "), nil
+}
+
+// Overslept: worker W pauses past its lease and, before anyone reclaims the job, resumes and
+// completes it: the completion must be refused (the lease ran out).
+type Overslept struct{ W int }
+
+func (o Overslept) String() string         { return fmt.Sprintf("w%d pause past lease, then complete", o.W) }
+func (o Overslept) Parts() []Op            { return []Op{Pause{W: o.W}, Complete{W: o.W}} }
+func (o Overslept) Applicable(e *Env) bool { return Pause{W: o.W}.Applicable(e) }
+func (o Overslept) Run(ctx context.Context, e *Env) (string, error) {
+	return runParts(ctx, e, o)
+}
+
+// Replaced is the seed's hard case: worker W pauses past its lease, worker By claims (and so
+// reclaims W's job when it is next in line), then W resumes and completes with its old
+// generation: a fenced queue refuses it.
+type Replaced struct{ W, By int }
+
+func (o Replaced) String() string {
+	return fmt.Sprintf("w%d pause past lease, w%d claim, w%d complete", o.W, o.By, o.W)
+}
+func (o Replaced) Parts() []Op { return []Op{Pause{W: o.W}, Claim{W: o.By}, Complete{W: o.W}} }
+func (o Replaced) Applicable(e *Env) bool {
+	return o.By != o.W && o.By < len(e.Workers) && Pause{W: o.W}.Applicable(e)
+}
+func (o Replaced) Run(ctx context.Context, e *Env) (string, error) {
+	return runParts(ctx, e, o)
+}
+
 // Lock: locker L opens a transaction and row-locks a job, as the seed's manual-locker does.
 type Lock struct {
 	L   int

@@ -55,14 +55,19 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 			back := rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(t, "back")
 			step(t, Complete{W: holder(t), Back: back})
 		},
-		"pause":  func(t *rapid.T) { step(t, Pause{W: holder(t)}) },
+		"pause":     func(t *rapid.T) { step(t, Pause{W: holder(t)}) },
+		"overslept": func(t *rapid.T) { step(t, Overslept{W: holder(t)}) },
+		"replaced": func(t *rapid.T) {
+			w := holder(t)
+			step(t, Replaced{W: w, By: (w + 1 + rapid.IntRange(0, len(e.Workers)-2).Draw(t, "by")) % len(e.Workers)})
+		},
 		"expire": func(t *rapid.T) { step(t, Expire{Job: job(t)}) },
 		"crash":  func(t *rapid.T) { step(t, Crash{W: holder(t)}) },
 		"drain":  func(t *rapid.T) { step(t, Drain{W: worker(t)}) },
 	}
 	// Weights: the seed's hard case (claim, pause past the lease, reclaim, stale completion)
 	// needs claims, pauses and completions to dominate; a drain ends most interesting states.
-	weights := map[string]int{"enqueue": 3, "claim": 4, "complete": 4, "pause": 2, "expire": 1, "crash": 1, "drain": 1}
+	weights := map[string]int{"enqueue": 3, "claim": 4, "complete": 4, "pause": 2, "overslept": 1, "replaced": 1, "expire": 1, "crash": 1, "drain": 1}
 	// Real-time leases cost a real pause each; they get their own property so that the main
 	// one stays fast to run and to shrink.
 	if realTime {
@@ -108,6 +113,19 @@ func sortedKeys(m map[string]func(*rapid.T)) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Begin starts a property run: an empty queue, then a first enqueue of one to three jobs, so
+// that the run's steps go to claims, pauses and completions rather than to operations that do
+// not apply to an empty queue.
+func Begin(ctx context.Context, t *rapid.T, e *Env) {
+	t.Helper()
+	if err := e.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Step(ctx, Enqueue{N: rapid.IntRange(1, 3).Draw(t, "jobs")}); err != nil {
+		Fail(t, e, err)
+	}
 }
 
 // Fail stops the run with the violated property, the program so far and the snapshot. Each

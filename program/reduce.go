@@ -49,6 +49,7 @@ func Reduce(ctx context.Context, e *Env, ops []Op) ([]Op, error) {
 	if !errors.As(want, &v) {
 		return ops, want
 	}
+
 	for changed := true; changed; {
 		changed = false
 		for chunk := max(1, len(ops)/2); chunk >= 1; chunk /= 2 {

@@ -37,9 +37,7 @@ func (f *Finding) Program(header map[string]string) *Program {
 // failure, reduced further by Reduce.
 func Search(ctx context.Context, env *Env, name string, realTime bool) *Finding {
 	out, failed := CheckOutside(name, func(t *rapid.T) {
-		if err := env.Reset(ctx); err != nil {
-			t.Fatal(err)
-		}
+		Begin(ctx, t, env)
 		t.Repeat(StateMachine(ctx, env, realTime))
 	})
 	if !failed {

@@ -115,9 +115,7 @@ func setRapid(name, value string) {
 // draws nothing, so the fail files rapid writes replay under `go test`.
 func search(ctx context.Context, env *program.Env, name string, seed uint64, tally *Tally) searchResult {
 	return searchProperty(name, seed, tally, func(t *rapid.T, failed func() bool) {
-		if err := env.Reset(ctx); err != nil {
-			t.Fatal(err)
-		}
+		program.Begin(ctx, t, env)
 		actions := program.StateMachine(ctx, env, false)
 		for key, action := range actions {
 			if key == "" {
