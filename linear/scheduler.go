@@ -850,28 +850,7 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 	if v != nil {
 		p = v.Property
 	}
-	switch p {
-	case model.PFencing:
-		r.t.Fatalf("%s", msg)
-	case model.PExclusion:
-		r.t.Fatalf("%s", msg)
-	case model.PGenerations:
-		r.t.Fatalf("%s", msg)
-	case model.PDoneOnce:
-		r.t.Fatalf("%s", msg)
-	case model.PSkipLocked:
-		r.t.Fatalf("%s", msg)
-	case model.PRecovery:
-		r.t.Fatalf("%s", msg)
-	case model.PLinearizable:
-		r.t.Fatalf("%s", msg)
-	case model.PDBTime:
-		r.t.Fatalf("%s", msg)
-	case model.PNoErrors:
-		r.t.Fatalf("%s", msg)
-	default:
-		r.t.Fatalf("%s", msg)
-	}
+	ops.FailProperty(r.t, p, msg)
 }
 
 // Finding is what a search outside `go test` found: rapid's report of the shrunk failure.

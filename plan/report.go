@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"pgqcheck/internal/textfmt"
 )
 
 // Summary is the report as a table for people.
@@ -75,22 +77,7 @@ func planName(i int) string {
 }
 
 // count writes n with thousands separators.
-func count(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func count(n int) string { return textfmt.Thousands(int64(n)) }
 
 func millis(ms float64) string {
 	if ms < 10 {

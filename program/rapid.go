@@ -128,17 +128,23 @@ func Begin(ctx context.Context, t *rapid.T, e *Env) {
 	}
 }
 
-// Fail stops the run with the violated property, the program so far and the snapshot. Each
-// property fails from its own line, so rapid's shrinker (which keeps only candidates that fail
-// with the same stack) shrinks toward the same broken promise rather than any failure.
+// Fail stops the run with the violated property, the program so far and the snapshot.
 func Fail(t *rapid.T, e *Env, err error) {
 	t.Helper()
-	msg := Report(e, err)
+	p := -1
 	var v *model.Violation
-	if !errors.As(err, &v) {
-		t.Fatalf("%s", msg)
+	if errors.As(err, &v) {
+		p = v.Property
 	}
-	switch v.Property {
+	FailProperty(t, p, Report(e, err))
+}
+
+// FailProperty fails t with msg from a line of its own for each property (p < 0: not a
+// property), so that rapid's shrinker, which keeps only candidates failing with the same stack,
+// shrinks toward the same broken promise rather than toward any failure.
+func FailProperty(t *rapid.T, p int, msg string) {
+	t.Helper()
+	switch p {
 	case model.PClaimOrder:
 		t.Fatalf("%s", msg)
 	case model.PFencing:
@@ -153,7 +159,11 @@ func Fail(t *rapid.T, e *Env, err error) {
 		t.Fatalf("%s", msg)
 	case model.PRecovery:
 		t.Fatalf("%s", msg)
+	case model.PLinearizable:
+		t.Fatalf("%s", msg)
 	case model.PDBTime:
+		t.Fatalf("%s", msg)
+	case model.PNoErrors:
 		t.Fatalf("%s", msg)
 	default:
 		t.Fatalf("%s", msg)

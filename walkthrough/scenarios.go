@@ -66,21 +66,12 @@ func seedScenario(ctx context.Context, l *lab) error {
 }
 
 func cancelScenario(ctx context.Context, l *lab) error {
-	lab, err := l.session(ctx, "lab")
-	if err != nil {
-		return err
-	}
-	if err := l.enqueueBoth(ctx, lab); err != nil {
-		return err
-	}
-	lk, err := l.lock(ctx, l.id1, untilEnded)
+	lab, lk, err := l.lockedFirst(ctx)
 	if err != nil {
 		return err
 	}
 	defer lk.stop(ctx)
 	pid := int32(lk.s.PID)
-
-	l.assert(AssertSkipLocked, fmt.Sprintf("%d|1", l.id2), l.claim(ctx, lab, ""))
 	l.assert("pg_cancel_backend signals the locker", "t", outOrErr(l.exec(ctx, "harness", l.in.Admin(), cancelSQL, pid)))
 	sr := <-lk.done
 	lk.ended = true
@@ -103,21 +94,12 @@ func cancelScenario(ctx context.Context, l *lab) error {
 }
 
 func terminateScenario(ctx context.Context, l *lab) error {
-	lab, err := l.session(ctx, "lab")
-	if err != nil {
-		return err
-	}
-	if err := l.enqueueBoth(ctx, lab); err != nil {
-		return err
-	}
-	lk, err := l.lock(ctx, l.id1, untilEnded)
+	lab, lk, err := l.lockedFirst(ctx)
 	if err != nil {
 		return err
 	}
 	defer lk.stop(ctx)
 	pid := lk.s.PID
-
-	l.assert(AssertSkipLocked, fmt.Sprintf("%d|1", l.id2), l.claim(ctx, lab, ""))
 	l.assert("pg_terminate_backend signals the locker", "t", outOrErr(l.exec(ctx, "harness", l.in.Admin(), terminateSQL, int32(pid))))
 	// The backend exits asynchronously and its locks go only when it is gone.
 	begin := time.Now()
@@ -132,6 +114,24 @@ func terminateScenario(ctx context.Context, l *lab) error {
 	l.assert(AssertAfterRelease, fmt.Sprintf("%d|1", l.id1), l.claim(ctx, lab, ""))
 	l.note("pg_terminate_backend ended the locker's backend; once it had left pg_stat_activity (%s) job %d's row lock was gone and a claim returned the job.", time.Since(begin).Round(time.Millisecond), l.id1)
 	return nil
+}
+
+// lockedFirst sets the scene of the release scenarios: the seed's two jobs, a locker holding
+// the first in its sleep, and a claim that skips it. The caller stops the locker.
+func (l *lab) lockedFirst(ctx context.Context) (*sut.Session, *locker, error) {
+	lab, err := l.session(ctx, "lab")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := l.enqueueBoth(ctx, lab); err != nil {
+		return nil, nil, err
+	}
+	lk, err := l.lock(ctx, l.id1, untilEnded)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.assert(AssertSkipLocked, fmt.Sprintf("%d|1", l.id2), l.claim(ctx, lab, ""))
+	return lab, lk, nil
 }
 
 // enqueueBoth adds the seed's two jobs and remembers their ids.

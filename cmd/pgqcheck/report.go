@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/plan"
 )
@@ -314,22 +315,7 @@ func round(d time.Duration) time.Duration {
 }
 
 // num prints an integer with thousands separators.
-func num(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func num(n int64) string { return textfmt.Thousands(n) }
 
 // readReport loads a saved report.
 func readReport(path string) (*Report, error) {
