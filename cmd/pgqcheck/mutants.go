@@ -263,7 +263,14 @@ func (r *mutantRow) huntMode(ctx context.Context, srv *pgserver.Server, m Mode, 
 	}
 	defer in.Close()
 	var tally Tally
-	h, err := m.Start(ctx, &Worker{Index: i, Queue: q, In: in, Seed: seed, Tally: &tally, Saver: &Saver{}})
+	// A mutant's failure is expected: its report folder is scratch, removed with the row.
+	scratch, err := os.MkdirTemp("", "pgqcheck-mutant-")
+	if err != nil {
+		r.result, r.harness = "ERROR", oneLine(err.Error())
+		return
+	}
+	defer os.RemoveAll(scratch)
+	h, err := m.Start(ctx, &Worker{Index: i, Queue: q, In: in, Seed: seed, Tally: &tally, Saver: &Saver{Scratch: scratch}})
 	if err != nil {
 		r.result, r.harness = "ERROR", oneLine(err.Error())
 		return
