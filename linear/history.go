@@ -50,6 +50,10 @@ type History struct {
 	// Findings are violations seen directly while running (an unexpected error, a claim that
 	// waited for a row lock, a claim that returned two rows), not derived from the operations.
 	Findings []*model.Violation `json:"findings,omitempty"`
+	// Waits are claims seen waiting behind the chaos locker's row lock. A wait behind a fault the
+	// suite injected is exempt (property 9), so these are observations, reported, not verdicts;
+	// the deterministic modes (Prop, scheduled) judge skip-don't-wait strictly.
+	Waits []string `json:"waits,omitempty"`
 	// Expect is set on histories saved under testdata: "ok", or "property N" for a history the
 	// checker must keep rejecting for that property.
 	Expect string  `json:"expect,omitempty"`
@@ -147,6 +151,7 @@ type Recorder struct {
 	ops      []Op
 	faults   []Fault
 	findings []*model.Violation
+	waits    []string
 	clients  int
 }
 
@@ -212,6 +217,13 @@ func (r *Recorder) Finding(v *model.Violation) {
 	r.findings = append(r.findings, v)
 }
 
+// Wait records a claim seen waiting behind an injected row lock.
+func (r *Recorder) Wait(desc string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.waits = append(r.waits, desc)
+}
+
 // Len is the number of operations recorded so far.
 func (r *Recorder) Len() int {
 	r.mu.Lock()
@@ -233,6 +245,7 @@ func (r *Recorder) History(queue, mode string) *History {
 		Mode:     mode,
 		Clock:    clock,
 		Findings: append([]*model.Violation(nil), r.findings...),
+		Waits:    append([]string(nil), r.waits...),
 		Ops:      append([]Op(nil), r.ops...),
 		Faults:   append([]Fault(nil), r.faults...),
 	}

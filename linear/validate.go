@@ -406,16 +406,21 @@ type Counts struct {
 	Cancels      int
 	Terminations int
 	Jobs         int // acknowledged enqueues
+	ClaimWaits   int // claims seen waiting behind the chaos locker (observations, see History.Waits)
 }
 
 func (c Counts) String() string {
-	return fmt.Sprintf("%d ops: %d enqueues, %d claims (%d empty), %d completions accepted, %d refused, %d expiries, %d snapshots, %d unknown outcomes, %d row locks held, %d cancels, %d terminations",
+	s := fmt.Sprintf("%d ops: %d enqueues, %d claims (%d empty), %d completions accepted, %d refused, %d expiries, %d snapshots, %d unknown outcomes, %d row locks held, %d cancels, %d terminations",
 		c.Ops, c.Enqueues, c.Claims, c.EmptyClaims, c.Accepted, c.Refused, c.Expiries, c.Snapshots, c.Unknown, c.Locks, c.Cancels, c.Terminations)
+	if c.ClaimWaits > 0 {
+		s += fmt.Sprintf("; observed %d claim(s) waiting behind an injected row lock", c.ClaimWaits)
+	}
+	return s
 }
 
 // CountOps counts what a history holds.
 func CountOps(h *History) Counts {
-	var c Counts
+	c := Counts{ClaimWaits: len(h.Waits)}
 	snaps := map[int64]bool{}
 	for _, o := range h.Ops {
 		c.Ops++

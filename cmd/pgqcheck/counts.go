@@ -25,12 +25,14 @@ type Counts struct {
 	DrainedJobs          int64 `json:"drained_jobs"`
 	ShortLeases          int64 `json:"short_leases"`
 	Errors               int64 `json:"errors"`
+	ClaimWaits           int64 `json:"claim_waits"` // stress: claims seen waiting behind an injected row lock (observations)
 	Other                int64 `json:"other"`
 }
 
 // Add accumulates o into c.
 func (c *Counts) Add(o Counts) {
 	c.Enqueued += o.Enqueued
+	c.ClaimWaits += o.ClaimWaits
 	c.Claims += o.Claims
 	c.EmptyClaims += o.EmptyClaims
 	c.Completions += o.Completions
