@@ -41,7 +41,7 @@ func BenchmarkMutantCatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	restore := setFlag(&testing.T{}, "rapid.nofailfile", "true")
+	restore := forceFlag(b, "rapid.nofailfile", "true")
 	defer restore()
 	for _, m := range ms {
 		if !m.Expects("Prop") {

@@ -215,33 +215,3 @@ func BenchmarkLinearRecording(b *testing.B) {
 		b.ReportMetric(rec/raw, "recorded/raw")
 	}
 }
-
-// setRapidFlags sets rapid's flags for one test, except those given on the command line or
-// in the environment, and returns the function that restores them. (flag.Visit cannot tell:
-// TestMain sets some of them itself.)
-func setRapidFlags(values map[string]string) (restore func()) {
-	given := func(name string) bool {
-		for _, a := range os.Args[1:] {
-			a = strings.TrimLeft(a, "-")
-			if a == name || strings.HasPrefix(a, name+"=") {
-				return true
-			}
-		}
-		return os.Getenv("RAPID_"+strings.ToUpper(strings.TrimPrefix(name, "rapid."))) != ""
-	}
-	var undo []func()
-	for name, v := range values {
-		f := flag.Lookup(name)
-		if f == nil || given(name) {
-			continue
-		}
-		old := f.Value.String()
-		_ = f.Value.Set(v)
-		undo = append(undo, func() { _ = f.Value.Set(old) })
-	}
-	return func() {
-		for _, u := range undo {
-			u()
-		}
-	}
-}

@@ -3,7 +3,6 @@ package pgqcheck_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +27,7 @@ func TestPropMutants(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A mutant's failure is the expected outcome here, not a regression to keep as a fail file.
-	restore := setFlag(t, "rapid.nofailfile", "true")
+	restore := forceFlag(t, "rapid.nofailfile", "true")
 	defer restore()
 	caught := 0
 	for _, m := range ms {
@@ -50,7 +49,7 @@ func TestPropMutants(t *testing.T) {
 			t.Logf("caught in %v by %d operations: %s", time.Since(start).Round(time.Millisecond), len(f.Ops), f.Verdict())
 			path := filepath.Join("testdata", "programs", "mutants", m.Name+".ops")
 			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-				if err := writeProgram(path, f.Program(map[string]string{"mutant": m.Name, "bug": m.Bug})); err != nil {
+				if err := f.Program(map[string]string{"mutant": m.Name, "bug": m.Bug}).WriteFile(path); err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("saved %s", path)
@@ -143,16 +142,4 @@ func TestPropPrograms(t *testing.T) {
 			}
 		})
 	}
-}
-
-func setFlag(t *testing.T, name, value string) (restore func()) {
-	f := flag.Lookup(name)
-	if f == nil {
-		t.Fatalf("no flag %s", name)
-	}
-	old := f.Value.String()
-	if err := f.Value.Set(value); err != nil {
-		t.Fatal(err)
-	}
-	return func() { _ = f.Value.Set(old) }
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -75,13 +74,6 @@ func saveFinding(t *testing.T, f *program.Finding, q *sut.Queue) {
 	t.Logf("%s %s; it replays with: %s", verb, path, replay)
 }
 
-func writeProgram(path string, p *program.Program) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(p.Format()), 0o644)
-}
-
 func newEnv(t testing.TB, q *sut.Queue) *program.Env {
 	in := suttest.Install(t, q)
 	env, err := program.NewEnv(context.Background(), in, program.Workers, program.Lockers)
@@ -95,13 +87,9 @@ func newEnv(t testing.TB, q *sut.Queue) *program.Env {
 // fewerChecks divides rapid's number of checks by n for one property, unless -rapid.checks was
 // given on the command line, and returns the function that restores it.
 func fewerChecks(n int) (restore func()) {
-	f := flag.Lookup("rapid.checks")
-	set := false
-	flag.Visit(func(v *flag.Flag) { set = set || v.Name == "rapid.checks" })
-	old, err := strconv.Atoi(f.Value.String())
-	if set || err != nil || os.Getenv("RAPID_CHECKS") != "" {
+	old, err := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
+	if err != nil {
 		return func() {}
 	}
-	_ = f.Value.Set(strconv.Itoa(max(1, old/n)))
-	return func() { _ = f.Value.Set(strconv.Itoa(old)) }
+	return setRapidFlags(map[string]string{"rapid.checks": strconv.Itoa(max(1, old/n))})
 }

@@ -31,7 +31,7 @@ func NewReportDir(root, name string) (string, error) {
 	if root == "" {
 		root = os.TempDir()
 	}
-	return os.MkdirTemp(root, "pgqcheck-linear-"+safeName(name)+"-")
+	return os.MkdirTemp(root, "pgqcheck-linear-"+SafeName(name)+"-")
 }
 
 // FixedReportDir empties and returns a report folder whose path depends on name alone, for
@@ -41,7 +41,7 @@ func FixedReportDir(root, name string) (string, error) {
 	if root == "" {
 		root = os.TempDir()
 	}
-	dir := filepath.Join(root, "pgqcheck-linear-"+safeName(name))
+	dir := filepath.Join(root, "pgqcheck-linear-"+SafeName(name))
 	if err := os.RemoveAll(dir); err != nil {
 		return "", err
 	}
@@ -50,7 +50,8 @@ func FixedReportDir(root, name string) (string, error) {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-func safeName(s string) string { return strings.Trim(unsafeChars.ReplaceAllString(s, "-"), "-") }
+// SafeName turns a name into a file-name part.
+func SafeName(s string) string { return strings.Trim(unsafeChars.ReplaceAllString(s, "-"), "-") }
 
 // WriteReport writes a failing verdict's report folder: the history, the failing job's
 // operations, porcupine's timeline of that job alone (a whole history's timeline can run to

@@ -124,15 +124,20 @@ func Save(dir, name string, f *Finding, header map[string]string) (path string, 
 			return o, false, nil
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", false, err
-	}
 	base := strings.Trim(unsafeName.ReplaceAllString(name, "_"), "_") + "-" + time.Now().UTC().Format("20060102T150405")
 	path = filepath.Join(dir, base+".ops")
 	for i := 2; fileExists(path); i++ {
 		path = filepath.Join(dir, fmt.Sprintf("%s-%d.ops", base, i))
 	}
-	return path, true, os.WriteFile(path, []byte(f.Program(header).Format()), 0o644)
+	return path, true, f.Program(header).WriteFile(path)
+}
+
+// WriteFile saves the program as path, creating its folder.
+func (p *Program) WriteFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(p.Format()), 0o644)
 }
 
 func fileExists(path string) bool {

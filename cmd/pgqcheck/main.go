@@ -352,9 +352,6 @@ func (q *queueFlags) load(cmd string) (*sut.Queue, error) {
 	return qu, nil
 }
 
-// queueDir is the absolute folder of a queue loaded from disk, or "" for a built-in.
-func queueDir(q *sut.Queue) string { return q.Dir() }
-
 // writableFile checks up front that path can be written (creating its folder), so a long run
 // does not end by failing to save its result.
 func writableFile(cmd, flagName, path string) (string, error) {

@@ -245,7 +245,7 @@ func (s *Saver) keepProgram(ctx context.Context, f *Failure, env *program.Env, t
 // PGQCHECK_SQL_DIR: the replay must judge the same queue).
 func (s *Saver) goTest(run string, q *sut.Queue) string {
 	cmd := "cd " + shellQuote(s.Root) + " && "
-	if dir := queueDir(q); dir != "" {
+	if dir := q.Dir(); dir != "" {
 		cmd += sut.EnvSQLDir + "=" + shellQuote(dir) + " "
 	}
 	return cmd + "go test -count=1 -run " + shellQuote(run) + " ."

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"time"
 
 	"pgqcheck/linear"
@@ -95,7 +93,7 @@ func (h *stressHunter) keepHistory(f *Failure, res *linear.Result) error {
 		return fmt.Errorf("reading the failing history: %v", err)
 	}
 	hist.Expect = fmt.Sprintf("property %d", res.Verdict.Violation.Property)
-	name := "found-" + safeFileName(h.w.Queue.Name) + "-stress-" + time.Now().UTC().Format("20060102T150405")
+	name := "found-" + linear.SafeName(h.w.Queue.Name) + "-stress-" + time.Now().UTC().Format("20060102T150405")
 	dst := filepath.Join(h.w.Saver.Root, "testdata", "histories", name+".json")
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("saving the history: %v", unwrapPath(err))
@@ -107,7 +105,3 @@ func (h *stressHunter) keepHistory(f *Failure, res *linear.Result) error {
 	f.ReplayCommand = "cd " + shellQuote(h.w.Saver.Root) + " && go test -count=1 -run '^TestLinearHistories$/^" + regexpQuote(name) + "$' .   (timeline: pgqcheck check-history " + shellQuote(dst) + " -html t.html)"
 	return nil
 }
-
-func safeFileName(s string) string { return strings.Trim(programSlugRE.ReplaceAllString(s, "-"), "-") }
-
-var programSlugRE = regexp.MustCompile(`[^A-Za-z0-9_-]+`)

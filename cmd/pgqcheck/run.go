@@ -395,7 +395,7 @@ func (cp *campaign) report(srv *pgserver.Server) *Report {
 		Backend:       string(srv.Backend),
 		ServerVersion: srv.Version,
 		Where:         srv.Where,
-		Queue:         QueueInfo{Name: cp.q.Name, Source: cp.q.Source, Dir: queueDir(cp.q), Order: string(cp.q.Order)},
+		Queue:         QueueInfo{Name: cp.q.Name, Source: cp.q.Source, Dir: cp.q.Dir(), Order: string(cp.q.Order)},
 		Mode:          cp.mode.Name(),
 		Workers:       cp.workers,
 		Seed:          cp.seed,
