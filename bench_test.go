@@ -2,6 +2,7 @@ package pgqcheck_test
 
 import (
 	"context"
+	"pgqcheck/internal/testflags"
 	"regexp"
 	"strconv"
 	"testing"
@@ -41,7 +42,7 @@ func BenchmarkMutantCatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	restore := forceFlag(b, "rapid.nofailfile", "true")
+	restore := testflags.Force(b, "rapid.nofailfile", "true")
 	defer restore()
 	for _, m := range ms {
 		if !m.Expects("Prop") {

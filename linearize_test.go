@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"pgqcheck/internal/testflags"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestLinearMutants(t *testing.T) {
 	}
 	// Searches here start from scratch (no fail files are written: the mutants are meant to
 	// fail), get more checks, since a race needs the right draw, and a short shrink.
-	defer setRapidFlags(map[string]string{"rapid.nofailfile": "true", "rapid.checks": "500", "rapid.shrinktime": "1s"})()
+	defer testflags.Defaults(map[string]string{"rapid.nofailfile": "true", "rapid.checks": "500", "rapid.shrinktime": "1s"})()
 	expected := 0
 	for _, m := range ms {
 		if !m.Expects("Linear") {

@@ -3,6 +3,7 @@ package pgqcheck_test
 import (
 	"flag"
 	"os"
+	"pgqcheck/internal/testflags"
 	"testing"
 
 	"pgqcheck/sut/pgserver"
@@ -12,6 +13,6 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	// rapid's shrinker may spend 30 s on one failure; program.Reduce finishes the job in well
 	// under a second, so rapid gets 10 s unless the command line chose otherwise.
-	setRapidFlags(map[string]string{"rapid.shrinktime": "10s"})
+	testflags.Defaults(map[string]string{"rapid.shrinktime": "10s"})
 	os.Exit(pgserver.Main(m))
 }

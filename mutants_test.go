@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"pgqcheck/internal/testflags"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestPropMutants(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A mutant's failure is the expected outcome here, not a regression to keep as a fail file.
-	restore := forceFlag(t, "rapid.nofailfile", "true")
+	restore := testflags.Force(t, "rapid.nofailfile", "true")
 	defer restore()
 	caught := 0
 	for _, m := range ms {
@@ -79,8 +80,10 @@ func TestPropPrograms(t *testing.T) {
 		byName[m.Name] = m
 	}
 	ctx := context.Background()
-	// Parse everything and open one database per queue here, in the test itself: a subtest's
-	// cleanup would drop its database under the next program.
+	// Parse everything first, then open one database per queue here, in the test itself (a
+	// subtest's cleanup would drop its database under the next program), and close its sessions
+	// after the last program that needs it: a server's connection limit must not grow with the
+	// corpus.
 	type saved struct {
 		file   string
 		p      *program.Program
@@ -116,14 +119,25 @@ func TestPropPrograms(t *testing.T) {
 			if s.mutant = byName[name]; s.mutant == nil {
 				t.Fatalf("%s names mutant %q, which is not in testdata/mutants", file, name)
 			}
-			envFor(s.mutant.Queue)
-		}
-		for _, q := range s.queues {
-			envFor(q)
 		}
 		corpus = append(corpus, s)
 	}
-	for _, s := range corpus {
+	needs := func(s saved) []*sut.Queue {
+		if s.mutant != nil {
+			return append(s.queues, s.mutant.Queue)
+		}
+		return s.queues
+	}
+	lastUse := map[string]int{}
+	for i, s := range corpus {
+		for _, q := range needs(s) {
+			lastUse[q.Source] = i
+		}
+	}
+	for i, s := range corpus {
+		for _, q := range needs(s) {
+			envFor(q)
+		}
 		t.Run(strings.TrimSuffix(filepath.Base(s.file), ".ops"), func(t *testing.T) {
 			for _, q := range s.queues {
 				env := envs[q.Source]
@@ -141,5 +155,11 @@ func TestPropPrograms(t *testing.T) {
 				t.Fatalf("%s no longer catches %s with %q; replay gave: %v", s.file, s.mutant.Name, want, err)
 			}
 		})
+		for src, last := range lastUse {
+			if last == i && envs[src] != nil {
+				envs[src].Close()
+				delete(envs, src)
+			}
+		}
 	}
 }

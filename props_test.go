@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"pgqcheck/internal/testflags"
 	"strconv"
 	"testing"
 	"time"
@@ -91,5 +92,5 @@ func fewerChecks(n int) (restore func()) {
 	if err != nil {
 		return func() {}
 	}
-	return setRapidFlags(map[string]string{"rapid.checks": strconv.Itoa(max(1, old/n))})
+	return testflags.Defaults(map[string]string{"rapid.checks": strconv.Itoa(max(1, old/n))})
 }

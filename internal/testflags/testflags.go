@@ -1,0 +1,59 @@
+// Package testflags sets test flags (rapid's, the fuzzer's) to the suite's defaults without
+// overriding what the user chose.
+package testflags
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+// Given reports whether the command line (or, for rapid's flags, a RAPID_* variable) chose a
+// flag. It reads os.Args: flag.Visit cannot tell once a test has set flags itself.
+func Given(name string) bool {
+	for _, a := range os.Args[1:] {
+		a = strings.TrimLeft(a, "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	if rest, ok := strings.CutPrefix(name, "rapid."); ok {
+		return os.Getenv("RAPID_"+strings.ToUpper(rest)) != ""
+	}
+	return false
+}
+
+// Defaults sets flags, except those the user chose, and returns the function that restores
+// them.
+func Defaults(values map[string]string) (restore func()) {
+	var undo []func()
+	for name, v := range values {
+		f := flag.Lookup(name)
+		if f == nil || Given(name) {
+			continue
+		}
+		old := f.Value.String()
+		_ = f.Value.Set(v)
+		undo = append(undo, func() { _ = f.Value.Set(old) })
+	}
+	return func() {
+		for _, u := range undo {
+			u()
+		}
+	}
+}
+
+// Force sets a flag whatever the user chose (a test whose meaning depends on it) and returns
+// the function that restores it.
+func Force(tb testing.TB, name, value string) (restore func()) {
+	f := flag.Lookup(name)
+	if f == nil {
+		tb.Fatalf("no flag %s", name)
+	}
+	old := f.Value.String()
+	if err := f.Value.Set(value); err != nil {
+		tb.Fatal(err)
+	}
+	return func() { _ = f.Value.Set(old) }
+}
