@@ -1,11 +1,15 @@
 package fuzz
 
-//go:generate go test -run ^TestCorpusFiles$ -update-corpus .
+//go:generate go test -run ^TestCorpusFiles$|^TestScheduledCorpus$ -update-corpus .
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+
+	"pgqcheck/linear"
 
 	"pgqcheck/model"
 	"pgqcheck/program"
@@ -76,7 +80,28 @@ func Corpus() []Entry {
 // CorpusDir is where `go test` looks for FuzzQueue's seed corpus, relative to this package.
 var CorpusDir = filepath.Join("testdata", "fuzz", "FuzzQueue")
 
+// ScheduledCorpusDir holds FuzzScheduled's seed corpus: scheduled runs' choices, each the shrunk
+// run that catches one mutant (see linear.Scheduler.RunBytes).
+var ScheduledCorpusDir = filepath.Join("testdata", "fuzz", "FuzzScheduled")
+
 // FileContent is a corpus file in the format `go test` reads (go test fuzz v1).
-func FileContent(steps []Step) []byte {
-	return []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(Encode(steps)))))
+func FileContent(steps []Step) []byte { return linear.FuzzInputFile(Encode(steps)) }
+
+// ReadInputFile reads a corpus file holding one []byte, as `go test` and the fuzzer write them.
+func ReadInputFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || lines[0] != "go test fuzz v1" {
+		return nil, fmt.Errorf("%s: not a corpus file of one []byte (go test fuzz v1)", path)
+	}
+	q, ok := strings.CutPrefix(lines[1], "[]byte(")
+	q, ok2 := strings.CutSuffix(q, ")")
+	data, err := strconv.Unquote(q)
+	if !ok || !ok2 || err != nil {
+		return nil, fmt.Errorf("%s: line 2 is not []byte(\"...\")", path)
+	}
+	return []byte(data), nil
 }

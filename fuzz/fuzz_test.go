@@ -8,11 +8,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"pgqcheck/internal/testflags"
 	"strings"
 	"sync"
 	"testing"
 
 	"pgqcheck/fuzz"
+	"pgqcheck/linear"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
@@ -21,8 +23,16 @@ import (
 	"pgqcheck/sut/suttest"
 )
 
-// Closing the shared server drops every database this process created, the fuzz target's too.
-func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
+// Closing the shared server drops every database this process created, the fuzz targets' too.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// The fuzzer minimizes every input that reaches new code, for up to 60 s each, and reports
+	// no progress meanwhile. An input here costs milliseconds of real statements, and early on
+	// most inputs reach new code, so the default makes fuzzing look stalled; 50 runs per
+	// minimization keeps it moving (-fuzzminimizetime on the command line wins).
+	testflags.Defaults(map[string]string{"test.fuzzminimizetime": "50x"})
+	os.Exit(pgserver.Main(m))
+}
 
 // FuzzQueue runs a program decoded from the input on the model and the queue, step by step.
 // Its seed corpus (testdata/fuzz/FuzzQueue) holds the seed's walkthrough and the shortest
@@ -45,22 +55,27 @@ func FuzzQueue(f *testing.F) {
 	})
 }
 
-// The queue's installation in this process. Fuzzing runs one input at a time per process and
-// `go test -fuzz` runs several processes, so each gets a database of its own, installed on
-// first use and reset for every input.
-var procEnv struct {
+// The queue's installations in this process, one per target. Fuzzing runs one input at a time
+// per process and `go test -fuzz` runs several processes, so each gets databases of its own,
+// installed on first use and reset for every input.
+var proc struct {
 	sync.Mutex
-	env *program.Env
-	in  *sut.Installed
-	db  *pgserver.Database
+	installs map[string]*procInstall
+	env      *program.Env
+	sched    *linear.Scheduler
 }
 
-func processEnv(t *testing.T) *program.Env {
+type procInstall struct {
+	in *sut.Installed
+	db *pgserver.Database
+}
+
+// processInstall installs the queue under test (PGQCHECK_SQL_DIR's, else the seed) in a
+// database of its own for target. The caller holds proc's lock.
+func processInstall(t *testing.T, target string) *sut.Installed {
 	t.Helper()
-	procEnv.Lock()
-	defer procEnv.Unlock()
-	if procEnv.env != nil {
-		return procEnv.env
+	if pi := proc.installs[target]; pi != nil {
+		return pi.in
 	}
 	q, err := sut.FromEnv()
 	if err != nil {
@@ -83,26 +98,36 @@ func processEnv(t *testing.T) *program.Env {
 		_ = db.Drop(ctx)
 		t.Fatal(err)
 	}
-	env, err := program.NewEnv(ctx, in, fuzz.Workers, fuzz.Lockers)
+	if proc.installs == nil {
+		proc.installs = map[string]*procInstall{}
+	}
+	proc.installs[target] = &procInstall{in: in, db: db}
+	return in
+}
+
+func processEnv(t *testing.T) *program.Env {
+	t.Helper()
+	proc.Lock()
+	defer proc.Unlock()
+	if proc.env != nil {
+		return proc.env
+	}
+	env, err := program.NewEnv(context.Background(), processInstall(t, "FuzzQueue"), fuzz.Workers, fuzz.Lockers)
 	if err != nil {
-		in.Close()
-		_ = db.Drop(ctx)
 		t.Fatal(err)
 	}
-	procEnv.env, procEnv.in, procEnv.db = env, in, db
+	proc.env = env
 	return env
 }
 
+// discardEnv closes FuzzQueue's sessions after a harness failure; its database stays.
 func discardEnv() {
-	procEnv.Lock()
-	defer procEnv.Unlock()
-	if procEnv.env == nil {
-		return
+	proc.Lock()
+	defer proc.Unlock()
+	if proc.env != nil {
+		proc.env.Close()
+		proc.env = nil
 	}
-	procEnv.env.Close()
-	procEnv.in.Close()
-	_ = procEnv.db.Drop(context.Background())
-	procEnv.env = nil
 }
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/fuzz/FuzzQueue from fuzz.Corpus()")

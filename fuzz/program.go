@@ -1,16 +1,22 @@
-// Package fuzz holds Go native fuzz targets over operation programs. Bytes decode into a program
-// of queue operations (two bytes a step) which runs on the model and the real queue side by side,
-// exactly as the Prop suite's steps do; a step that does not apply in the current state is
-// skipped, so every input is a meaningful program and the fuzzer's mutations stay cheap.
+// Package fuzz holds Go native fuzz targets and their seed corpora.
 //
-//	go test ./fuzz                                   replays testdata/fuzz/FuzzQueue/*
-//	go test -fuzz=FuzzQueue -fuzztime=10m ./fuzz     searches; failures land in the same folder
+// FuzzQueue decodes bytes into a program of queue operations (two bytes a step) which runs on
+// the model and the real queue side by side, exactly as the Prop suite's steps do; a step that
+// does not apply in the current state is skipped, so every input is a meaningful program and the
+// fuzzer's mutations stay cheap.
+//
+// FuzzScheduled is the concurrent target: the bytes are the choices of one run of the linear
+// package's scheduled mode (sessions, prefix, operations, interleaving, faults), one byte a
+// choice, and the run's history is checked for linearizability. A scheduled failure found by
+// rapid (`pgqcheck run`, TestLinearScheduled) is written in the same encoding, so it becomes a
+// corpus entry as it is.
+//
+//	go test ./fuzz                                       replays both seed corpora
+//	go test -fuzz=FuzzQueue -fuzztime=10m ./fuzz         searches; failures land in testdata/fuzz/
+//	go test -fuzz=FuzzScheduled -fuzztime=10m ./fuzz
 //
 // The queue is PGQCHECK_SQL_DIR's when set, else the built-in seed. Each fuzzing process installs
-// it once in a database of its own and resets it for every input.
-//
-// A concurrent target (sessions racing, histories checked for linearizability) belongs with
-// the linear package's scheduled mode and is not here yet.
+// it once per target in a database of its own and resets it for every input.
 package fuzz
 
 import (

@@ -20,6 +20,9 @@ const (
 	ReportJob      = "job.json"      // the failing job's operations alone, itself a checkable history
 	ReportTimeline = "timeline.html" // porcupine's timeline of the failing job
 	ReportVerdict  = "verdict.txt"   // the verdict, the explanation, and how to re-check
+	// ReportFuzzInput is a scheduled run's choices as a FuzzScheduled corpus file: the same
+	// run replayed by `go test ./fuzz` once copied into fuzz/testdata/fuzz/FuzzScheduled/.
+	ReportFuzzInput = "fuzz-input"
 )
 
 // EnvHistory names the variable that makes `go test -run TestLinearHistories .` re-check one

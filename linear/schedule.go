@@ -3,8 +3,6 @@ package linear
 import (
 	"fmt"
 	"strings"
-
-	"pgregory.net/rapid"
 )
 
 // Scheduled mode: rapid draws a sequential prefix and two or three concurrent suffixes of
@@ -149,66 +147,66 @@ var (
 		sopExpire, sopExpire, sopExpire, sopClaimTxn, sopClaimTxn, sopClaimTxn, sopLockTxn, sopLockTxn, sopEnqueue, sopSnapshot}
 )
 
-func (p *program) drawOp(t *rapid.T, label string, kinds []sopKind) sop {
-	o := sop{Kind: rapid.SampledFrom(kinds).Draw(t, label)}
+func (p *program) drawOp(c chooser, label string, kinds []sopKind) sop {
+	o := sop{Kind: kinds[c.choose(0, len(kinds)-1, label)]}
 	switch o.Kind {
 	case sopEnqueue:
 		p.jobs++
 	case sopComplete:
-		o.Back = rapid.IntRange(0, 2).Draw(t, "back")
+		o.Back = c.choose(0, 2, "back")
 	case sopExpire:
 		// Mostly the job of a recent claim (a lease worth ending); else a job by id.
-		if rapid.IntRange(0, 3).Draw(t, "expire by id") == 0 {
-			o.Job = int64(rapid.IntRange(1, p.jobs).Draw(t, "job"))
+		if c.choose(0, 3, "expire by id") == 3 {
+			o.Job = int64(c.choose(1, p.jobs, "job"))
 		} else {
-			o.Back = rapid.IntRange(0, 2).Draw(t, "back")
+			o.Back = c.choose(0, 2, "back")
 		}
 	case sopLockTxn:
-		o.Job = int64(rapid.IntRange(1, p.jobs).Draw(t, "job"))
+		o.Job = int64(c.choose(1, p.jobs, "job"))
 	}
 	if o.Kind == sopClaimTxn || o.Kind == sopLockTxn {
-		o.Commit = rapid.IntRange(0, 3).Draw(t, "commit") > 0
+		o.Commit = c.choose(0, 3, "rollback") < 3
 	}
 	if o.Kind == sopClaimTxn {
-		o.Complete = rapid.Bool().Draw(t, "complete in txn")
+		o.Complete = chooseBool(c, "complete in txn")
 	}
 	return o
 }
 
 // next draws the next operation of a session's suffix.
-func (p *program) next(t *rapid.T, session int) sop {
-	o := p.drawOp(t, "op", p.kinds)
+func (p *program) next(c chooser, session int) sop {
+	o := p.drawOp(c, "op", p.kinds)
 	p.suffixes[session] = append(p.suffixes[session], o)
 	return o
 }
 
 // drawProgram draws the sessions, the prefix, and the suffixes' lengths. A queue without
 // lock.sql gets no lockers.
-func drawProgram(t *rapid.T, cfg ScheduledConfig, canLock bool) *program {
+func drawProgram(c chooser, cfg ScheduledConfig, canLock bool) *program {
 	p := &program{}
 	for _, k := range concurrentKinds {
 		if k != sopLockTxn || canLock {
 			p.kinds = append(p.kinds, k)
 		}
 	}
-	n := rapid.IntRange(2, max(2, cfg.Sessions)).Draw(t, "sessions")
-	p.jobs = rapid.IntRange(1, 5).Draw(t, "jobs")
+	n := c.choose(2, max(2, cfg.Sessions), "sessions")
+	p.jobs = c.choose(1, 5, "jobs")
 	for i := 0; i < p.jobs; i++ {
 		p.prefix = append(p.prefix, prefixOp{0, sop{Kind: sopEnqueue}})
 	}
 	// Sessions that hold a token when the concurrent part starts are what stale completions
 	// are made of.
 	for s := 0; s < n; s++ {
-		if rapid.Bool().Draw(t, "prefix claim") {
+		if chooseBool(c, "prefix claim") {
 			p.prefix = append(p.prefix, prefixOp{s, sop{Kind: sopClaim}})
 		}
 	}
-	for i, k := 0, rapid.IntRange(0, cfg.MaxPrefix).Draw(t, "prefix"); i < k; i++ {
-		s := rapid.IntRange(0, n-1).Draw(t, "prefix session")
-		p.prefix = append(p.prefix, prefixOp{s, p.drawOp(t, "prefix op", sequentialKinds)})
+	for i, k := 0, c.choose(0, cfg.MaxPrefix, "prefix"); i < k; i++ {
+		s := c.choose(0, n-1, "prefix session")
+		p.prefix = append(p.prefix, prefixOp{s, p.drawOp(c, "prefix op", sequentialKinds)})
 	}
 	for s := 0; s < n; s++ {
-		p.lengths = append(p.lengths, rapid.IntRange(1, cfg.MaxSuffix).Draw(t, "suffix"))
+		p.lengths = append(p.lengths, c.choose(1, cfg.MaxSuffix, "suffix"))
 		p.suffixes = append(p.suffixes, nil)
 	}
 	return p

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -57,6 +59,8 @@ type Scheduler struct {
 	in   *sut.Installed
 	cfg  ScheduledConfig
 	sess []*ssess
+	// lastFailure is the choices of the last run that failed.
+	lastFailure []byte
 }
 
 // NewScheduler prepares scheduled mode for an installed queue. Close it when done.
@@ -69,6 +73,10 @@ func NewScheduler(ctx context.Context, in *sut.Installed, cfg ScheduledConfig) *
 	return s
 }
 
+// LastFailure is the choices of the last run that failed, as a FuzzScheduled input: after a
+// rapid search, the shrunk failure's (rapid ends by replaying it).
+func (s *Scheduler) LastFailure() []byte { return s.lastFailure }
+
 // Close ends every session, whatever it was doing.
 func (s *Scheduler) Close() {
 	for _, x := range s.sess {
@@ -79,8 +87,22 @@ func (s *Scheduler) Close() {
 // Property is the rapid property of scheduled mode: draw a program and a schedule, run them,
 // drain the queue, and check the history. It fails with the broken property.
 func (s *Scheduler) Property(t *rapid.T) {
-	p := drawProgram(t, s.cfg, s.in.Queue.Lock != "")
-	r := &srun{s: s, t: t, rec: NewRecorder(true), sess: s.sess[:len(p.lengths)], p: p}
+	s.run(t, &rapidChoices{t: t})
+}
+
+// RunBytes is one run of scheduled mode whose choices come from data (FuzzScheduled's input),
+// one byte a choice, as Property's would come from rapid. It fails t with the broken property.
+func (s *Scheduler) RunBytes(t Failer, data []byte) {
+	s.run(t, &byteChoices{data: data})
+}
+
+// Failer is what a failing run reports to: a *rapid.T, or a *testing.T under the fuzzer.
+type Failer = ops.Failer
+
+func (s *Scheduler) run(t Failer, c chooser) {
+	t.Helper()
+	p := drawProgram(c, s.cfg, s.in.Queue.Lock != "")
+	r := &srun{s: s, t: t, c: c, rec: NewRecorder(true), sess: s.sess[:len(p.lengths)], p: p}
 	defer r.settle()
 	if err := r.start(); err != nil {
 		t.Fatalf("harness: %v", err)
@@ -178,7 +200,8 @@ type result struct {
 // srun is one run of a scheduled program.
 type srun struct {
 	s      *Scheduler
-	t      *rapid.T
+	t      Failer
+	c      chooser
 	rec    *Recorder
 	sess   []*ssess
 	trace  []string
@@ -267,7 +290,7 @@ func (r *srun) skipInapplicable(x *ssess, draw bool) {
 				x.stmts, x.ops = x.ops[0].statements(), x.ops[1:]
 			case x.left > 0:
 				x.left--
-				x.stmts = r.p.next(r.t, x.idx).statements()
+				x.stmts = r.p.next(r.c, x.idx).statements()
 			default:
 				return
 			}
@@ -720,17 +743,17 @@ func (r *srun) concurrent() {
 			return
 		}
 		targets := append(append([]*ssess(nil), waiting...), idleInTxn...)
-		if len(ready) == 0 || (len(targets) > 0 && rapid.IntRange(0, 7).Draw(r.t, "fault?") == 0) {
+		if len(ready) == 0 || (len(targets) > 0 && r.c.choose(0, 7, "fault?") == 7) {
 			if len(targets) == 0 {
 				r.quiesce(true)
 				continue
 			}
-			x := targets[rapid.IntRange(0, len(targets)-1).Draw(r.t, "fault target")]
-			r.fault(x, x.fl != nil && rapid.Bool().Draw(r.t, "cancel"))
+			x := targets[r.c.choose(0, len(targets)-1, "fault target")]
+			r.fault(x, x.fl != nil && !chooseBool(r.c, "terminate"))
 			r.quiesce(false)
 			continue
 		}
-		x := ready[rapid.IntRange(0, len(ready)-1).Draw(r.t, "next")]
+		x := ready[r.c.choose(0, len(ready)-1, "next")]
 		r.step(x)
 		r.quiesce(false)
 	}
@@ -840,10 +863,15 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 	if err == nil {
 		err = WriteReport(dir, h, verdict)
 	}
+	r.s.lastFailure = r.c.recorded()
+	input := filepath.Join(dir, ReportFuzzInput)
+	if err == nil {
+		err = os.WriteFile(input, FuzzInputFile(r.c.recorded()), 0o644)
+	}
 	if err != nil {
 		fmt.Fprintf(&b, "(no report: %s)\n", oneLine(err))
 	} else {
-		fmt.Fprintf(&b, "report: %s\n", dir)
+		fmt.Fprintf(&b, "report: %s\nfuzz input: %s (copy it into fuzz/testdata/fuzz/FuzzScheduled/ to replay it with go test ./fuzz)\n", dir, input)
 	}
 	msg := b.String()
 	p := -1
@@ -857,6 +885,8 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 type Finding struct {
 	Name   string
 	Output string
+	// Input is the failing run's choices as a FuzzScheduled input (see FuzzInputFile).
+	Input []byte
 }
 
 // Verdict returns the first line naming a property ("property N (name): ..."), else the first
@@ -885,5 +915,55 @@ func SearchScheduled(ctx context.Context, in *sut.Installed, name string, cfg Sc
 	if !failed {
 		return nil
 	}
-	return &Finding{Name: name, Output: out}
+	// rapid ends by replaying its shrunk case, so the last failing run is that case.
+	return &Finding{Name: name, Output: out, Input: s.lastFailure}
+}
+
+// ReplayInput runs scheduled mode once, outside `go test`, with the choices of a FuzzScheduled
+// input. It returns nil when the run held.
+func ReplayInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) *Finding {
+	s := NewScheduler(ctx, in, cfg)
+	defer s.Close()
+	out, failed := ops.RunOutside(name, func(t rapid.TB) { s.RunBytes(t, data) })
+	if !failed {
+		return nil
+	}
+	return &Finding{Name: name, Output: out, Input: s.lastFailure}
+}
+
+// ShrinkInput makes a failing FuzzScheduled input shorter and plainer, one byte at a time
+// (dropped, else made 0), keeping only changes that still fail with the same property. It
+// finishes what rapid's shrinker leaves when its time runs out.
+func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) []byte {
+	property := func(d []byte) string {
+		f := ReplayInput(ctx, in, name, cfg, d)
+		if f == nil {
+			return ""
+		}
+		v, _, _ := strings.Cut(f.Verdict(), ")")
+		return v
+	}
+	want := property(data)
+	if want == "" {
+		return data
+	}
+	for changed := true; changed; {
+		changed = false
+		for i := 0; i < len(data); i++ {
+			drop := append(append([]byte(nil), data[:i]...), data[i+1:]...)
+			if property(drop) == want {
+				data, changed = drop, true
+				i--
+				continue
+			}
+			if data[i] != 0 {
+				zero := append([]byte(nil), data...)
+				zero[i] = 0
+				if property(zero) == want {
+					data, changed = zero, true
+				}
+			}
+		}
+	}
+	return data
 }

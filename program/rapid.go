@@ -139,10 +139,16 @@ func Fail(t *rapid.T, e *Env, err error) {
 	FailProperty(t, p, Report(e, err))
 }
 
+// Failer is where a failing run is reported: a *rapid.T, or a *testing.T under the fuzzer.
+type Failer interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // FailProperty fails t with msg from a line of its own for each property (p < 0: not a
 // property), so that rapid's shrinker, which keeps only candidates failing with the same stack,
 // shrinks toward the same broken promise rather than toward any failure.
-func FailProperty(t *rapid.T, p int, msg string) {
+func FailProperty(t Failer, p int, msg string) {
 	t.Helper()
 	switch p {
 	case model.PClaimOrder:

@@ -50,12 +50,18 @@ func Search(ctx context.Context, env *Env, name string, realTime bool) *Finding 
 // a test's name (it names rapid's fail files), and returns what rapid reported and whether the
 // property failed.
 func CheckOutside(name string, prop func(*rapid.T)) (output string, failed bool) {
+	return RunOutside(name, func(tb rapid.TB) { rapid.Check(tb, prop) })
+}
+
+// RunOutside runs body as a test would run outside `go test`, and returns what it logged and
+// whether it failed.
+func RunOutside(name string, body func(rapid.TB)) (output string, failed bool) {
 	tb := &recorder{name: name}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // FailNow ends this goroutine, as testing.T's does
 		defer wg.Done()
-		rapid.Check(tb, prop)
+		body(tb)
 	}()
 	wg.Wait()
 	return tb.out.String(), tb.Failed()

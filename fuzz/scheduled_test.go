@@ -1,0 +1,124 @@
+package fuzz_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"pgqcheck/internal/testflags"
+	"pgqcheck/sut"
+	"strings"
+	"testing"
+
+	"pgqcheck/fuzz"
+	"pgqcheck/linear"
+	"pgqcheck/mutant"
+	"pgqcheck/sut/suttest"
+)
+
+// FuzzScheduled runs scheduled mode with its choices read from the input, one byte a choice:
+// the sessions, the sequential prefix, each session's operations, the interleaving and the
+// faults (see linear.Scheduler.RunBytes). The run's history is checked for linearizability
+// after a drain. Its seed corpus (testdata/fuzz/FuzzScheduled) holds, for each mutant the
+// Linear suite must catch, the shrunk run that catches it; a correct queue passes them all.
+func FuzzScheduled(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		processScheduler(t).RunBytes(t, data)
+	})
+}
+
+func processScheduler(t *testing.T) *linear.Scheduler {
+	t.Helper()
+	proc.Lock()
+	defer proc.Unlock()
+	if proc.sched == nil {
+		// Reports of failures go to the test's temporary folder only when a run fails; the
+		// scheduler itself outlives any one input.
+		proc.sched = linear.NewScheduler(context.Background(), processInstall(t, "FuzzScheduled"), linear.ScheduledConfig{Name: "fuzz"})
+	}
+	return proc.sched
+}
+
+// TestScheduledCorpus proves FuzzScheduled's seed corpus means what it says: every mutant the
+// Linear suite must catch has an entry, and replaying it on that mutant breaks a property.
+// With -update-corpus (go generate) an entry that is missing or no longer catches its mutant is
+// replaced by the shrunk run of a fresh search.
+func TestScheduledCorpus(t *testing.T) {
+	ms, err := mutant.Load(filepath.Join("..", "testdata", "mutants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	n := 0
+	for _, m := range ms {
+		if !m.Expects("Linear") {
+			continue
+		}
+		n++
+		t.Run(m.Name, func(t *testing.T) {
+			path := filepath.Join(fuzz.ScheduledCorpusDir, "mutant-"+m.Name)
+			in := suttest.Install(t, m.Queue)
+			cfg := linear.ScheduledConfig{Name: m.Name, ReportDir: t.TempDir()}
+			replay := func() (*linear.Finding, error) {
+				data, err := fuzz.ReadInputFile(path)
+				if err != nil {
+					return nil, err
+				}
+				return linear.ReplayInput(ctx, in, t.Name(), cfg, data), nil
+			}
+			f, err := replay()
+			if *updateCorpus && (err != nil || f == nil) {
+				regenerate(t, in, cfg, path)
+				f, err = replay()
+			}
+			if err != nil {
+				t.Fatalf("%v; run go generate ./fuzz", err)
+			}
+			if f == nil {
+				t.Fatalf("%s survived its corpus entry %s (%s); run go generate ./fuzz", m.Name, path, m.Bug)
+			}
+			if !strings.HasPrefix(f.Verdict(), "property ") {
+				t.Fatalf("%s: caught by something other than a property: %s\n%s", path, f.Verdict(), f.Output)
+			}
+			t.Logf("%s: %s\n%s", path, f.Verdict(), f.Output)
+		})
+	}
+	if n == 0 {
+		t.Fatal("no mutant expects Linear: the corpus proves nothing")
+	}
+}
+
+// regenerate searches scheduled mode on a mutant and writes the failing run, shrunk by rapid
+// and then byte by byte, to path.
+func regenerate(t *testing.T, in *sut.Installed, cfg linear.ScheduledConfig, path string) {
+	defer testflags.Defaults(map[string]string{"rapid.nofailfile": "true", "rapid.checks": "500", "rapid.shrinktime": "20s"})()
+	f := linear.SearchScheduled(context.Background(), in, t.Name(), cfg)
+	if f == nil {
+		t.Fatalf("scheduled mode did not catch %s", in.Queue.Name)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := linear.ShrinkInput(context.Background(), in, t.Name(), cfg, f.Input)
+	if err := os.WriteFile(path, linear.FuzzInputFile(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkFuzzScheduledExec measures what one fuzz worker can execute of FuzzScheduled: random
+// 64-byte inputs run as scheduled runs on the seed queue, resets, drains and linearizability
+// checks included (what -fuzz does per input, without the fuzzer's own bookkeeping).
+func BenchmarkFuzzScheduledExec(b *testing.B) {
+	in := suttest.Install(b, sut.MustBuiltin(sut.DefaultQueue))
+	s := linear.NewScheduler(context.Background(), in, linear.ScheduledConfig{Name: "bench", ReportDir: b.TempDir()})
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	input := make([]byte, 64)
+	for b.Loop() {
+		for i := range input {
+			input[i] = byte(rng.UintN(256))
+		}
+		s.RunBytes(b, input)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "execs/s")
+}

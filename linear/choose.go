@@ -1,0 +1,83 @@
+package linear
+
+import (
+	"fmt"
+	"strconv"
+
+	"pgregory.net/rapid"
+)
+
+// chooser makes a scheduled run's choices: the program, the interleaving and the faults. rapid
+// draws them under `go test` and campaigns; FuzzScheduled reads them from the fuzzer's bytes.
+// Every choice is an integer in [lo, hi], and lo is always the plain one (no fault, the first
+// session, the shortest suffix), so both rapid's shrinking and a fuzz input that runs out lead
+// toward simpler runs.
+//
+// Each choice takes one byte of input (two when it spans more than 256 values), and rapid's
+// choices are recorded in that encoding: the bytes of a failure rapid found replay it as a fuzz
+// input.
+type chooser interface {
+	choose(lo, hi int, label string) int
+	// recorded is every choice so far, encoded as input bytes.
+	recorded() []byte
+}
+
+type rapidChoices struct {
+	t   *rapid.T
+	rec []byte
+}
+
+func (c *rapidChoices) choose(lo, hi int, label string) int {
+	v := rapid.IntRange(lo, hi).Draw(c.t, label)
+	c.rec = appendChoice(c.rec, lo, hi, v)
+	return v
+}
+
+func (c *rapidChoices) recorded() []byte { return c.rec }
+
+// byteChoices reads choices from input bytes; past the end every choice is lo.
+type byteChoices struct {
+	data []byte
+	rec  []byte
+}
+
+func (c *byteChoices) choose(lo, hi int, label string) int {
+	span := hi - lo + 1
+	var u int
+	for i := 0; i < choiceWidth(lo, hi); i++ {
+		if len(c.data) > 0 {
+			u |= int(c.data[0]) << (8 * i)
+			c.data = c.data[1:]
+		}
+	}
+	v := lo
+	if span > 1 {
+		v = lo + u%span
+	}
+	c.rec = appendChoice(c.rec, lo, hi, v)
+	return v
+}
+
+func (c *byteChoices) recorded() []byte { return c.rec }
+
+func choiceWidth(lo, hi int) int {
+	if hi-lo < 256 {
+		return 1
+	}
+	return 2
+}
+
+func appendChoice(b []byte, lo, hi, v int) []byte {
+	u := v - lo
+	for i := 0; i < choiceWidth(lo, hi); i++ {
+		b = append(b, byte(u>>(8*i)))
+	}
+	return b
+}
+
+func chooseBool(c chooser, label string) bool { return c.choose(0, 1, label) == 1 }
+
+// FuzzInputFile is a fuzz corpus file holding data, in the format `go test` reads.
+func FuzzInputFile(data []byte) []byte {
+	return fmt.Appendf(nil, "go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(data)))
+}
