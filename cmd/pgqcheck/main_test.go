@@ -200,22 +200,7 @@ func TestRunSavesReplayableFailure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the root package's tests")
 	}
-	src, ok := moduleRoot()
-	if !ok {
-		t.Fatal("not inside the pgqcheck module")
-	}
-	// The campaign saves into, and replays from, a copy of the module: the real tree must not
-	// see a mutant's case appear while other packages' tests read the corpus.
-	root := copyModule(t, src)
-	mutantDir := filepath.Join(root, "testdata", "mutants", "complete-ignores-generation")
-	rep := t.TempDir()
-	// Shrinking is capped so the test stays short; the saved case is still a failing one.
-	r := pgqcheck(t, []string{"RAPID_SHRINKTIME=3s"}, "run", "--mode", "sequential", "--duration", "1m", "--workers", "1", "--sql-dir", mutantDir, "--report", rep, "--corpus", root, "--plan-sizes", "")
-	report := onlyReport(t, rep)
-	if r.code != exitViolation || report.Verdict != verdictViolated || len(report.Failures) != 1 {
-		t.Fatalf("exit %d, verdict %s, %d failures\n%s%s", r.code, report.Verdict, len(report.Failures), r.stdout, r.stderr)
-	}
-	f := report.Failures[0]
+	root, mutantDir, r, f := campaignOnMutantCopy(t, "sequential")
 	wantDir := filepath.Join(root, "testdata", "rapid", "TestPropQueue_complete-ignores-generation")
 	if f.Property != 1 || filepath.Dir(f.ReplayFile) != wantDir || !strings.Contains(f.ReplayCommand, "PGQCHECK_SQL_DIR="+mutantDir) {
 		t.Fatalf("failure: property %d, file %s, command %s", f.Property, f.ReplayFile, f.ReplayCommand)
@@ -237,6 +222,45 @@ func TestRunSavesReplayableFailure(t *testing.T) {
 	out, err = replay.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "property 1 (fencing)") {
 		t.Errorf("replaying the program with %q did not fail (%v):\n%s", f.ProgramCommand, err, out)
+	}
+}
+
+// campaignOnMutantCopy runs a one-worker campaign in one mode on the complete-ignores-generation
+// mutant, with a copy of the module as corpus (the real tree must not see a mutant's case appear
+// while other packages' tests read the corpus), and returns its one failure.
+func campaignOnMutantCopy(t *testing.T, mode string) (root, mutantDir string, r result, f *Failure) {
+	t.Helper()
+	src, ok := moduleRoot()
+	if !ok {
+		t.Fatal("not inside the pgqcheck module")
+	}
+	root = copyModule(t, src)
+	mutantDir = filepath.Join(root, "testdata", "mutants", "complete-ignores-generation")
+	rep := t.TempDir()
+	// Shrinking is capped so the test stays short; the saved case is still a failing one.
+	r = pgqcheck(t, []string{"RAPID_SHRINKTIME=3s"}, "run", "--mode", mode, "--duration", "1m", "--workers", "1", "--sql-dir", mutantDir, "--report", rep, "--corpus", root, "--plan-sizes", "")
+	report := onlyReport(t, rep)
+	if r.code != exitViolation || report.Verdict != verdictViolated || len(report.Failures) != 1 {
+		t.Fatalf("exit %d, verdict %s, %d failures\n%s%s", r.code, report.Verdict, len(report.Failures), r.stdout, r.stderr)
+	}
+	return root, mutantDir, r, report.Failures[0]
+}
+
+// TestRunSavesScheduledFuzzInput: a scheduled-mode failure is also kept as a FuzzScheduled
+// corpus entry, and the command the report prints replays it with plain go test.
+func TestRunSavesScheduledFuzzInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the fuzz package's tests")
+	}
+	root, _, r, f := campaignOnMutantCopy(t, "scheduled")
+	if filepath.Dir(f.FuzzFile) != filepath.Join(root, "fuzz", "testdata", "fuzz", "FuzzScheduled") || !strings.Contains(r.stdout, "replay:     "+f.FuzzCommand) {
+		t.Fatalf("fuzz input not saved or not printed: %q\n%s", f.FuzzFile, r.stdout)
+	}
+	replay := exec.Command("sh", "-c", f.FuzzCommand)
+	replay.Env = os.Environ()
+	out, err := replay.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "property 1 (fencing)") || !strings.Contains(string(out), filepath.Base(f.FuzzFile)) {
+		t.Errorf("replaying with %q did not fail on the saved input (%v):\n%s", f.FuzzCommand, err, out)
 	}
 }
 

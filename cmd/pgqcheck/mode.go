@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/fuzz"
+	"pgqcheck/linear"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -241,14 +245,37 @@ func (s *Saver) keepProgram(ctx context.Context, f *Failure, env *program.Env, t
 	return nil
 }
 
+// keepFuzzInput saves a scheduled failure's choices as a FuzzScheduled corpus entry, which
+// `go test ./fuzz` replays: the same run, without rapid, next to rapid's fail file.
+func (s *Saver) keepFuzzInput(f *Failure, data []byte, q *sut.Queue) error {
+	if !s.Keep || len(data) == 0 {
+		return nil
+	}
+	dir := filepath.Join(s.Root, "fuzz", fuzz.ScheduledCorpusDir)
+	sum := sha256.Sum256(data)
+	name := "found-" + linear.SafeName(q.Name) + "-" + hex.EncodeToString(sum[:6])
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("saving the fuzz input: %v", unwrapPath(err))
+	}
+	if err := os.WriteFile(path, linear.FuzzInputFile(data), 0o644); err != nil {
+		return fmt.Errorf("saving the fuzz input: %v", unwrapPath(err))
+	}
+	f.FuzzFile = path
+	f.FuzzCommand = s.goTestPkg("^FuzzScheduled$/^"+regexpQuote(name)+"$", q, "./fuzz")
+	return nil
+}
+
 // goTest is a `go test` line run from the module root against q (a folder queue is passed in
 // PGQCHECK_SQL_DIR: the replay must judge the same queue).
-func (s *Saver) goTest(run string, q *sut.Queue) string {
+func (s *Saver) goTest(run string, q *sut.Queue) string { return s.goTestPkg(run, q, ".") }
+
+func (s *Saver) goTestPkg(run string, q *sut.Queue, pkg string) string {
 	cmd := "cd " + shellQuote(s.Root) + " && "
 	if dir := q.Dir(); dir != "" {
 		cmd += sut.EnvSQLDir + "=" + shellQuote(dir) + " "
 	}
-	return cmd + "go test -count=1 -run " + shellQuote(run) + " ."
+	return cmd + "go test -count=1 -run " + shellQuote(run) + " " + pkg
 }
 
 // replayCommand is the exact `go test` line that replays the kept cases of test on q: the

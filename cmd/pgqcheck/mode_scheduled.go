@@ -14,7 +14,8 @@ func init() { registerMode(scheduled{}) }
 
 // scheduled is the linear package's deterministic concurrent mode: rapid draws a sequential
 // prefix, two or three concurrent suffixes and the interleaving, so a failure replays and
-// shrinks. Its fail files are TestLinearScheduled's, which `go test` replays.
+// shrinks. Its fail files are TestLinearScheduled's, which `go test` replays; the shrunk run's
+// choices are also kept as a FuzzScheduled corpus entry, which `go test ./fuzz` replays.
 type scheduled struct{}
 
 func (scheduled) Name() string { return "scheduled" }
@@ -56,5 +57,8 @@ func (h *schedHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		h.w.Saver.discard(res.FailFile)
 		return nil, fmt.Errorf("%s", f.Verdict)
 	}
-	return []*Failure{f}, h.w.Saver.keep(f, res.FailFile, h.test, h.w.Queue)
+	if err := h.w.Saver.keep(f, res.FailFile, h.test, h.w.Queue); err != nil {
+		return []*Failure{f}, err
+	}
+	return []*Failure{f}, h.w.Saver.keepFuzzInput(f, h.s.LastFailure(), h.w.Queue)
 }

@@ -96,12 +96,15 @@ type Failure struct {
 	Round        int     `json:"round"`
 	Seed         uint64  `json:"seed,omitempty"` // the failing run's rapid seed
 	FoundAfterS  float64 `json:"found_after_s"`  // since the campaign started
-	// ReplayFile is rapid's fail file (sequential) or the saved history (stress); the command
-	// replays it. ProgramFile is the reduced program TestPropPrograms replays.
+	// ReplayFile is rapid's fail file (sequential, scheduled) or the saved history (stress);
+	// the command replays it. ProgramFile is the reduced program TestPropPrograms replays;
+	// FuzzFile, a scheduled failure's FuzzScheduled corpus entry.
 	ReplayFile     string  `json:"replay_file,omitempty"`
 	ReplayCommand  string  `json:"replay_command,omitempty"`
 	ProgramFile    string  `json:"program_file,omitempty"`
 	ProgramCommand string  `json:"program_command,omitempty"`
+	FuzzFile       string  `json:"fuzz_file,omitempty"`
+	FuzzCommand    string  `json:"fuzz_command,omitempty"`
 	ShrinkS        float64 `json:"shrink_s"`        // spent minimising it after it was found
 	Known          bool    `json:"known,omitempty"` // a case saved earlier that still fails
 	Flaky          bool    `json:"flaky,omitempty"` // rapid could not reproduce it
@@ -265,6 +268,10 @@ func (r *Report) Summary(w io.Writer) {
 		if f.ProgramFile != "" {
 			p("    program: %s", f.ProgramFile)
 			p("    replay:  %s", f.ProgramCommand)
+		}
+		if f.FuzzFile != "" {
+			p("    fuzz input: %s", f.FuzzFile)
+			p("    replay:     %s", f.FuzzCommand)
 		}
 	}
 	for _, e := range r.HarnessErrors {
