@@ -2,7 +2,6 @@ package pgqcheck_test
 
 import (
 	"context"
-	"pgqcheck/internal/testflags"
 	"regexp"
 	"strconv"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"pgqcheck/internal/testflags"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
 	"pgqcheck/sut"

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"pgqcheck/internal/testflags"
 	"strings"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	"pgqcheck/internal/testflags"
 	"pgqcheck/linear"
 	"pgqcheck/mutant"
 	"pgqcheck/sut/suttest"

@@ -3,9 +3,9 @@ package pgqcheck_test
 import (
 	"flag"
 	"os"
-	"pgqcheck/internal/testflags"
 	"testing"
 
+	"pgqcheck/internal/testflags"
 	"pgqcheck/sut/pgserver"
 )
 

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"pgqcheck/internal/testflags"
 	"strings"
 	"testing"
 	"time"
 
+	"pgqcheck/internal/testflags"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/program"

@@ -4,13 +4,13 @@ import (
 	"context"
 	"flag"
 	"os"
-	"pgqcheck/internal/testflags"
 	"strconv"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	"pgqcheck/internal/testflags"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"

@@ -8,12 +8,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"pgqcheck/internal/testflags"
 	"strings"
 	"sync"
 	"testing"
 
 	"pgqcheck/fuzz"
+	"pgqcheck/internal/testflags"
 	"pgqcheck/linear"
 	"pgqcheck/model"
 	"pgqcheck/mutant"

@@ -2,17 +2,18 @@ package fuzz_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"pgqcheck/internal/testflags"
-	"pgqcheck/sut"
 	"strings"
 	"testing"
 
 	"pgqcheck/fuzz"
+	"pgqcheck/internal/testflags"
 	"pgqcheck/linear"
 	"pgqcheck/mutant"
+	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
 )
 
@@ -32,9 +33,10 @@ func processScheduler(t *testing.T) *linear.Scheduler {
 	proc.Lock()
 	defer proc.Unlock()
 	if proc.sched == nil {
-		// Reports of failures go to the test's temporary folder only when a run fails; the
-		// scheduler itself outlives any one input.
-		proc.sched = linear.NewScheduler(context.Background(), processInstall(t, "FuzzScheduled"), linear.ScheduledConfig{Name: "fuzz"})
+		// The scheduler outlives any one input. A failing run's report stays in the temporary
+		// folder for the reader, one per fuzzing process so that they do not overwrite each other.
+		name := fmt.Sprintf("fuzz-%d", os.Getpid())
+		proc.sched = linear.NewScheduler(context.Background(), processInstall(t, "FuzzScheduled"), linear.ScheduledConfig{Name: name})
 	}
 	return proc.sched
 }
