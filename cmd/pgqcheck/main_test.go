@@ -257,7 +257,8 @@ func TestRunSavesScheduledFuzzInput(t *testing.T) {
 		t.Fatalf("fuzz input not saved or not printed: %q\n%s", f.FuzzFile, r.stdout)
 	}
 	replay := exec.Command("sh", "-c", f.FuzzCommand)
-	replay.Env = os.Environ()
+	// The expected failure writes its report folder under the temporary directory: this test's.
+	replay.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	out, err := replay.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "property 1 (fencing)") || !strings.Contains(string(out), filepath.Base(f.FuzzFile)) {
 		t.Errorf("replaying with %q did not fail on the saved input (%v):\n%s", f.FuzzCommand, err, out)
