@@ -68,7 +68,10 @@ type Env struct {
 
 	Trace []string // each executed step with the queue's answer
 	Ops   []Op     // the operations behind Trace, for reducing and saving a failure
-	next  int      // payload counter: every job gets a unique payload
+	// Counts accumulates what the steps exercised until the caller clears it (Reset does not).
+	Counts Counts
+	next   int     // payload counter: every job gets a unique payload
+	step   answers // the current step's answers, for Counts
 }
 
 // NewEnv connects the sessions for a queue already installed.
@@ -177,7 +180,9 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 		}
 		return nil
 	}
+	e.step = answers{}
 	answer, err := op.Run(ctx, e)
+	e.Counts.observe(op, e.step, err)
 	line := op.String()
 	if answer != "" {
 		line = fmt.Sprintf("%-28s -> %s", line, answer)

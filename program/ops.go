@@ -34,6 +34,7 @@ func (o Enqueue) Run(ctx context.Context, e *Env) (string, error) {
 			return strings.Join(ids, " "), queueErr(err)
 		}
 		ids = append(ids, fmt.Sprint(id))
+		e.step.enqueued++
 		if err := e.Model.Enqueue(id); err != nil {
 			return strings.Join(ids, " "), err
 		}
@@ -62,6 +63,9 @@ func claim(ctx context.Context, e *Env, w *Worker, lease time.Duration) (string,
 	answer := "none"
 	if ok {
 		answer = Token{id, gen}.String()
+		e.step.claims++
+	} else {
+		e.step.empty++
 	}
 	if err := e.Model.Claim(e.Now, lease, ok, id, gen); err != nil {
 		return answer, err
@@ -112,6 +116,11 @@ func complete(ctx context.Context, e *Env, w *Worker, t Token) (string, error) {
 	answer := fmt.Sprintf("%s: %d row", t, n)
 	if n != 1 {
 		answer += "s"
+	}
+	if n == 0 {
+		e.step.refused++
+	} else {
+		e.step.accepted++
 	}
 	return answer, e.Model.Complete(e.Now, t.ID, t.Gen, n)
 }

@@ -361,35 +361,6 @@ func TestReportCommand(t *testing.T) {
 	}
 }
 
-func TestCountsObserve(t *testing.T) {
-	var c Counts
-	for _, l := range []string{
-		"enqueue 2                    -> ids 1 2",
-		"w0 claim                     -> job 1 gen 1",
-		"w1 claim                     -> none",
-		"w0 complete newest           -> job 1 gen 1: 1 row",
-		"w2 complete newest-1         -> job 3 gen 1: 0 rows",
-		"expire job 1",
-		"w0 pause past lease          -> job 1's lease expired",
-		"locker0 lock job 2",
-		"locker0 cancel",
-		"locker1 terminate",
-		"w1 crash",
-		"w1 drain                     -> 3 completed",
-		"w0 claim 1s lease, complete at once -> job 4 gen 1; job 4 gen 1: 1 row",
-		"w0 claim                     -> waited for a lock",
-		"something new",
-	} {
-		c.Observe(l)
-	}
-	want := Counts{Enqueued: 2, Claims: 2, EmptyClaims: 1, Completions: 2, RejectedCompletions: 1, StaleTokenCompletion: 1,
-		Expiries: 1, Pauses: 1, Locks: 1, Releases: 2, Cancels: 1, Terminates: 1, Crashes: 1, Drains: 1, DrainedJobs: 3,
-		ShortLeases: 1, Errors: 1, Other: 1}
-	if c != want {
-		t.Errorf("counted\n%+v\nwant\n%+v", c, want)
-	}
-}
-
 func TestRoundSeeds(t *testing.T) {
 	seen := map[uint64]bool{}
 	for w := 0; w < 4; w++ {

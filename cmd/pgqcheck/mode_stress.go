@@ -9,6 +9,7 @@ import (
 
 	"pgqcheck/linear"
 	"pgqcheck/model"
+	"pgqcheck/program"
 )
 
 func init() { registerMode(stress{}) }
@@ -61,9 +62,9 @@ func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	c := res.Counts
 	h.w.Tally.AddHistories(1)
 	h.w.Tally.AddOps(int64(c.Ops))
-	h.w.Tally.AddCounts(Counts{Enqueued: int64(c.Jobs), Claims: int64(c.Claims - c.EmptyClaims), EmptyClaims: int64(c.EmptyClaims),
+	h.w.Tally.AddCounts(Counts{Counts: program.Counts{Enqueued: int64(c.Jobs), Claims: int64(c.Claims - c.EmptyClaims), EmptyClaims: int64(c.EmptyClaims),
 		Completions: int64(c.Accepted), RejectedCompletions: int64(c.Refused), Expiries: int64(c.Expiries),
-		Locks: int64(c.Locks), Cancels: int64(c.Cancels), Terminates: int64(c.Terminations), ClaimWaits: int64(c.ClaimWaits)})
+		Locks: int64(c.Locks), Cancels: int64(c.Cancels), Terminates: int64(c.Terminations)}, ClaimWaits: int64(c.ClaimWaits)})
 	if !res.Failed() {
 		return nil, nil
 	}

@@ -44,14 +44,12 @@ func (t *Tally) Snapshot() TallySnapshot {
 	return TallySnapshot{t.checks, t.ops, t.histories, t.shrinkRuns, t.shrinking, t.counts}
 }
 
-// Observe counts trace lines of a program being searched.
-func (t *Tally) Observe(lines []string) {
+// Observe adds the steps of a program being searched and what they exercised.
+func (t *Tally) Observe(steps int, c program.Counts) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, l := range lines {
-		t.ops++
-		t.counts.Observe(l)
-	}
+	t.ops += int64(steps)
+	t.counts.Counts.Add(c)
 }
 
 // AddChecks, AddHistories and AddOps let other modes report their work.
@@ -123,9 +121,10 @@ func search(ctx context.Context, env *program.Env, name string, seed uint64, tal
 			}
 			actions[key] = func(t *rapid.T) {
 				n := len(env.Trace)
+				env.Counts = program.Counts{}
 				defer func() {
 					if !failed() && len(env.Trace) > n {
-						tally.Observe(env.Trace[n:])
+						tally.Observe(len(env.Trace)-n, env.Counts)
 					}
 				}()
 				action(t)

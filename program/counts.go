@@ -1,0 +1,107 @@
+package program
+
+import (
+	"errors"
+
+	"pgqcheck/model"
+)
+
+// Counts says what steps exercised, so that a campaign that "held" can show it presented
+// stale generations, refused completions and expiries. Env.Step keeps them from the operations
+// and the queue's answers as they run, not from how steps print.
+type Counts struct {
+	Enqueued             int64 `json:"enqueued"`
+	Claims               int64 `json:"claims"`                  // claims that returned a job
+	EmptyClaims          int64 `json:"empty_claims"`            // claims that returned nothing
+	Completions          int64 `json:"completions"`             // completions that changed 1 row
+	RejectedCompletions  int64 `json:"rejected_completions"`    // completions refused (0 rows): stale generation, lapsed lease or finished job
+	StaleTokenCompletion int64 `json:"stale_token_completions"` // completions presenting an older token than the worker's newest
+	Expiries             int64 `json:"expiries"`
+	Pauses               int64 `json:"pauses"` // a worker paused past its lease (its newest job expired)
+	Locks                int64 `json:"locks"`
+	Releases             int64 `json:"releases"`
+	Cancels              int64 `json:"cancelled_lockers"`
+	Terminates           int64 `json:"terminated_lockers"`
+	Crashes              int64 `json:"crashes"`
+	Drains               int64 `json:"drains"`
+	DrainedJobs          int64 `json:"drained_jobs"`
+	ShortLeases          int64 `json:"short_leases"`
+	Errors               int64 `json:"errors"` // statements that failed (property 9)
+}
+
+// Add accumulates o into c.
+func (c *Counts) Add(o Counts) {
+	c.Enqueued += o.Enqueued
+	c.Claims += o.Claims
+	c.EmptyClaims += o.EmptyClaims
+	c.Completions += o.Completions
+	c.RejectedCompletions += o.RejectedCompletions
+	c.StaleTokenCompletion += o.StaleTokenCompletion
+	c.Expiries += o.Expiries
+	c.Pauses += o.Pauses
+	c.Locks += o.Locks
+	c.Releases += o.Releases
+	c.Cancels += o.Cancels
+	c.Terminates += o.Terminates
+	c.Crashes += o.Crashes
+	c.Drains += o.Drains
+	c.DrainedJobs += o.DrainedJobs
+	c.ShortLeases += o.ShortLeases
+	c.Errors += o.Errors
+}
+
+// answers is what the queue answered during one step, noted by the claim and complete helpers.
+type answers struct {
+	enqueued          int
+	claims, empty     int
+	accepted, refused int
+}
+
+// observe counts one simple (not compound) step.
+func (c *Counts) observe(op Op, a answers, err error) {
+	var v *model.Violation
+	if errors.As(err, &v) && v.Property == model.PNoErrors {
+		c.Errors++
+	}
+	claimsAndCompletions := func() {
+		c.Claims += int64(a.claims)
+		c.EmptyClaims += int64(a.empty)
+		c.Completions += int64(a.accepted)
+		c.RejectedCompletions += int64(a.refused)
+	}
+	switch o := op.(type) {
+	case Enqueue:
+		c.Enqueued += int64(a.enqueued)
+	case Claim:
+		claimsAndCompletions()
+	case Complete:
+		if o.Back > 0 {
+			c.StaleTokenCompletion++
+		}
+		claimsAndCompletions()
+	case ShortLease:
+		c.ShortLeases++
+		claimsAndCompletions()
+	case Expire:
+		c.Expiries++
+	case Pause:
+		c.Pauses++
+	case Lock:
+		c.Locks++
+	case Release:
+		c.Releases++
+		switch o.How {
+		case Cancel:
+			c.Cancels++
+		case Terminate:
+			c.Terminates++
+		}
+	case Crash:
+		c.Crashes++
+	case Drain:
+		// A drain's own claims and completions are its mechanism, counted as the jobs it
+		// drained rather than as workers' claims.
+		c.Drains++
+		c.DrainedJobs += int64(a.accepted)
+	}
+}
