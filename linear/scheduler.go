@@ -59,8 +59,9 @@ type Scheduler struct {
 	in   *sut.Installed
 	cfg  ScheduledConfig
 	sess []*ssess
-	// lastFailure is the choices of the last run that failed.
+	// lastFailure is the choices of the last run that failed; lastReport, its report folder.
 	lastFailure []byte
+	lastReport  string
 }
 
 // NewScheduler prepares scheduled mode for an installed queue. Close it when done.
@@ -76,6 +77,9 @@ func NewScheduler(ctx context.Context, in *sut.Installed, cfg ScheduledConfig) *
 // LastFailure is the choices of the last run that failed, as a FuzzScheduled input: after a
 // rapid search, the shrunk failure's (rapid ends by replaying it).
 func (s *Scheduler) LastFailure() []byte { return s.lastFailure }
+
+// LastReport is the report folder of the last run that failed ("" if it could not be written).
+func (s *Scheduler) LastReport() string { return s.lastReport }
 
 // Close ends every session, whatever it was doing.
 func (s *Scheduler) Close() {
@@ -868,9 +872,11 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 	if err == nil {
 		err = os.WriteFile(input, FuzzInputFile(r.c.recorded()), 0o644)
 	}
+	r.s.lastReport = ""
 	if err != nil {
 		fmt.Fprintf(&b, "(no report: %s)\n", oneLine(err))
 	} else {
+		r.s.lastReport = dir
 		fmt.Fprintf(&b, "report: %s\nfuzz input: %s (copy it into fuzz/testdata/fuzz/FuzzScheduled/ to replay it with go test ./fuzz)\n", dir, input)
 	}
 	msg := b.String()
@@ -932,8 +938,9 @@ func ReplayInput(ctx context.Context, in *sut.Installed, name string, cfg Schedu
 }
 
 // ShrinkInput makes a failing FuzzScheduled input shorter and plainer, one byte at a time
-// (dropped, else made 0), keeping only changes that still fail with the same property. It
-// finishes what rapid's shrinker leaves when its time runs out.
+// (dropped, else lowered: to 0, to half, by one), keeping only changes that still fail with
+// the same property. It finishes what rapid's shrinker leaves when its time runs out; every
+// choice's plain value is its lowest, so lower bytes mean fewer sessions, operations and faults.
 func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) []byte {
 	property := func(d []byte) string {
 		f := ReplayInput(ctx, in, name, cfg, d)
@@ -947,20 +954,24 @@ func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg Schedu
 	if want == "" {
 		return data
 	}
-	for changed := true; changed; {
+	for changed := true; changed && ctx.Err() == nil; {
 		changed = false
-		for i := 0; i < len(data); i++ {
+		for i := 0; i < len(data) && ctx.Err() == nil; i++ {
 			drop := append(append([]byte(nil), data[:i]...), data[i+1:]...)
 			if property(drop) == want {
 				data, changed = drop, true
 				i--
 				continue
 			}
-			if data[i] != 0 {
-				zero := append([]byte(nil), data...)
-				zero[i] = 0
-				if property(zero) == want {
-					data, changed = zero, true
+			for _, b := range []byte{0, data[i] / 2, data[i] - 1} {
+				if b >= data[i] {
+					continue
+				}
+				lower := append([]byte(nil), data...)
+				lower[i] = b
+				if property(lower) == want {
+					data, changed = lower, true
+					break
 				}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"pgqcheck/linear"
 	"strings"
 	"syscall"
 	"testing"
@@ -238,7 +239,7 @@ func campaignOnMutantCopy(t *testing.T, mode string) (root, mutantDir string, r 
 	mutantDir = filepath.Join(root, "testdata", "mutants", "complete-ignores-generation")
 	rep := t.TempDir()
 	// Shrinking is capped so the test stays short; the saved case is still a failing one.
-	r = pgqcheck(t, []string{"RAPID_SHRINKTIME=3s"}, "run", "--mode", mode, "--duration", "1m", "--workers", "1", "--sql-dir", mutantDir, "--report", rep, "--corpus", root, "--plan-sizes", "")
+	r = pgqcheck(t, nil, "run", "--mode", mode, "--duration", "1m", "--workers", "1", "--shrink-time", "3s", "--sql-dir", mutantDir, "--report", rep, "--corpus", root, "--plan-sizes", "")
 	report := onlyReport(t, rep)
 	if r.code != exitViolation || report.Verdict != verdictViolated || len(report.Failures) != 1 {
 		t.Fatalf("exit %d, verdict %s, %d failures\n%s%s", r.code, report.Verdict, len(report.Failures), r.stdout, r.stderr)
@@ -253,6 +254,13 @@ func TestRunSavesScheduledFuzzInput(t *testing.T) {
 		t.Skip("builds and runs the fuzz package's tests")
 	}
 	root, _, r, f := campaignOnMutantCopy(t, "scheduled")
+	// The summary shows the shrunk program with its interleaving, and where its timeline is.
+	if !strings.Contains(r.stdout, "interleaving (the queue's answers):") || !strings.Contains(r.stdout, "report: "+f.ReportDir) {
+		t.Errorf("the summary lacks the interleaving or the report folder %q:\n%s", f.ReportDir, r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(f.ReportDir, linear.ReportTimeline)); err != nil {
+		t.Errorf("report folder: %v", err)
+	}
 	if filepath.Dir(f.FuzzFile) != filepath.Join(root, "fuzz", "testdata", "fuzz", "FuzzScheduled") || !strings.Contains(r.stdout, "replay:     "+f.FuzzCommand) {
 		t.Fatalf("fuzz input not saved or not printed: %q\n%s", f.FuzzFile, r.stdout)
 	}

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -26,13 +29,24 @@ func (scheduled) Properties() []int {
 }
 
 func (scheduled) Start(ctx context.Context, w *Worker) (Hunter, error) {
-	s := linear.NewScheduler(ctx, w.In, linear.ScheduledConfig{Name: w.Queue.Name, ReportDir: w.Saver.Scratch})
-	return &schedHunter{w: w, s: s, test: "TestLinearScheduled/" + subtestName(w.Queue.Name)}, nil
+	// A failing run's report folder (history, the failing job's timeline, verdict) goes next to
+	// the campaign's report, one folder per worker: each failing run rewrites it, so what is
+	// left is the shrunk failure's.
+	dir := w.Saver.Scratch
+	if w.Saver.Keep && w.Saver.Reports != "" {
+		dir = filepath.Join(w.Saver.Reports, "scheduled")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %v", dir, unwrapPath(err))
+		}
+	}
+	cfg := linear.ScheduledConfig{Name: fmt.Sprintf("%s-w%d", w.Queue.Name, w.Index), ReportDir: dir}
+	return &schedHunter{w: w, s: linear.NewScheduler(ctx, w.In, cfg), cfg: cfg, test: "TestLinearScheduled/" + subtestName(w.Queue.Name)}, nil
 }
 
 type schedHunter struct {
 	w    *Worker
 	s    *linear.Scheduler
+	cfg  linear.ScheduledConfig
 	test string
 }
 
@@ -57,8 +71,36 @@ func (h *schedHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		h.w.Saver.discard(res.FailFile)
 		return nil, fmt.Errorf("%s", f.Verdict)
 	}
+	began := time.Now()
+	data := h.shrink(ctx, f)
+	f.ShrinkS += time.Since(began).Seconds()
+	if h.w.Saver.Keep {
+		f.ReportDir = h.s.LastReport()
+	}
 	if err := h.w.Saver.keep(f, res.FailFile, h.test, h.w.Queue); err != nil {
 		return []*Failure{f}, err
 	}
-	return []*Failure{f}, h.w.Saver.keepFuzzInput(f, h.s.LastFailure(), h.w.Queue)
+	return []*Failure{f}, h.w.Saver.keepFuzzInput(f, data, h.w.Queue)
+}
+
+// shrink takes rapid's shrunk failure further, byte by byte, and when the smaller run still
+// breaks the same property makes it the failure shown, kept as a fuzz input, and left in the
+// report folder. It returns the failing run's choices.
+func (h *schedHunter) shrink(ctx context.Context, f *Failure) []byte {
+	data := h.s.LastFailure()
+	if len(data) == 0 {
+		return data
+	}
+	small := linear.ShrinkInput(ctx, h.w.In, h.test, h.cfg, data)
+	rf := linear.ReplayInput(ctx, h.w.In, h.test, h.cfg, small)
+	if rf == nil {
+		return data
+	}
+	g := &Failure{Verdict: rf.Verdict()}
+	g.classify()
+	if g.Property != f.Property {
+		return data
+	}
+	f.Verdict, f.Output = rf.Verdict(), rf.Output
+	return small
 }

@@ -76,6 +76,7 @@ func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		Output: res.String() + "\n" + v.Explanation, foundAt: begin.Add(res.Traffic)}
 	f.classify()
 	if res.ReportDir != "" && h.w.Saver.Keep {
+		f.ReportDir = res.ReportDir
 		return []*Failure{f}, h.keepHistory(f, res)
 	}
 	return []*Failure{f}, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"pgqcheck/internal/textfmt"
+	"pgqcheck/linear"
 	"pgqcheck/model"
 	"pgqcheck/plan"
 )
@@ -105,9 +106,10 @@ type Failure struct {
 	ProgramCommand string  `json:"program_command,omitempty"`
 	FuzzFile       string  `json:"fuzz_file,omitempty"`
 	FuzzCommand    string  `json:"fuzz_command,omitempty"`
-	ShrinkS        float64 `json:"shrink_s"`        // spent minimising it after it was found
-	Known          bool    `json:"known,omitempty"` // a case saved earlier that still fails
-	Flaky          bool    `json:"flaky,omitempty"` // rapid could not reproduce it
+	ReportDir      string  `json:"report_dir,omitempty"` // concurrent modes: the history, the failing job's timeline, the verdict
+	ShrinkS        float64 `json:"shrink_s"`             // spent minimising it after it was found
+	Known          bool    `json:"known,omitempty"`      // a case saved earlier that still fails
+	Flaky          bool    `json:"flaky,omitempty"`      // rapid could not reproduce it
 
 	foundAt time.Time // when the first failing run ended
 }
@@ -259,6 +261,9 @@ func (r *Report) Summary(w io.Writer) {
 		for _, l := range shrunkProgram(f.Output) {
 			p("    %s", l)
 		}
+		if f.ReportDir != "" {
+			p("    report: %s (%s, %s)", f.ReportDir, linear.ReportTimeline, linear.ReportVerdict)
+		}
 		if f.ReplayFile != "" {
 			p("    saved:  %s", f.ReplayFile)
 		}
@@ -290,18 +295,25 @@ func (r *Report) Summary(w io.Writer) {
 // shrunkProgram picks the numbered program and the model's final state out of a failure's
 // output (program.Report's layout).
 func shrunkProgram(out string) []string {
-	var lines []string
-	in := false
+	var (
+		lines  []string
+		indent = -1 // the header's indentation, stripped from the lines that follow
+		sched  bool
+	)
 	for _, l := range strings.Split(out, "\n") {
 		t := strings.TrimSpace(l)
 		switch {
-		case strings.HasPrefix(t, "program (queue's answers):"):
-			in = true
+		case indent < 0 && (strings.HasPrefix(t, "program (queue's answers):") || strings.HasPrefix(t, "prefix (one at a time):")):
+			indent = len(l) - len(strings.TrimLeft(l, " \t"))
+			sched = strings.HasPrefix(t, "prefix")
 			lines = append(lines, t)
-		case in && strings.HasPrefix(t, "model now:"):
+		case indent < 0:
+		case !sched && strings.HasPrefix(t, "model now:"):
 			return append(lines, t)
-		case in:
-			lines = append(lines, "  "+t)
+		case sched && t == "": // the interleaving ends the scheduled program
+			return lines
+		default:
+			lines = append(lines, strings.TrimRight(l[min(indent, len(l)-len(strings.TrimLeft(l, " \t"))):], " "))
 		}
 	}
 	return nil
