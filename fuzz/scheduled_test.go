@@ -13,6 +13,7 @@ import (
 	"pgqcheck/internal/testflags"
 	"pgqcheck/linear"
 	"pgqcheck/mutant"
+	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
 )
@@ -123,4 +124,38 @@ func BenchmarkFuzzScheduledExec(b *testing.B) {
 		s.RunBytes(b, input)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "execs/s")
+}
+
+// TestCorporaHoldOnCorrectQueues: every seed corpus entry of both targets is a run that a
+// correct queue passes, on each built-in queue (`go test ./fuzz` replays them on one queue).
+func TestCorporaHoldOnCorrectQueues(t *testing.T) {
+	ctx := context.Background()
+	entries, err := filepath.Glob(filepath.Join(fuzz.ScheduledCorpusDir, "*"))
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no FuzzScheduled corpus (%v)", err)
+	}
+	for _, name := range sut.Builtins() {
+		t.Run(name, func(t *testing.T) {
+			in := suttest.Install(t, sut.MustBuiltin(name))
+			for _, path := range entries {
+				data, err := fuzz.ReadInputFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f := linear.ReplayInput(ctx, in, t.Name(), linear.ScheduledConfig{Name: name, ReportDir: t.TempDir()}, data); f != nil {
+					t.Errorf("%s fails on the correct queue %s:\n%s", path, name, f.Output)
+				}
+			}
+			env, err := program.NewEnv(ctx, in, fuzz.Workers, fuzz.Lockers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close()
+			for _, e := range fuzz.Corpus() {
+				if err := fuzz.Run(ctx, env, e.Steps); err != nil {
+					t.Errorf("FuzzQueue entry %s fails on the correct queue %s: %v\n%s", e.Name, name, err, env.Program())
+				}
+			}
+		})
+	}
 }
