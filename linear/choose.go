@@ -18,27 +18,48 @@ import (
 // input.
 type chooser interface {
 	choose(lo, hi int, label string) int
-	// recorded is every choice so far, encoded as input bytes.
-	recorded() []byte
+	// log is every choice so far, encoded as input bytes, and where each one is.
+	log() *choiceLog
+}
+
+// choiceLog is a run's choices as input bytes, each marked with its label and offset, so that
+// ShrinkInput can remove whole operations rather than bytes.
+type choiceLog struct {
+	bytes []byte
+	marks []mark
+}
+
+type mark struct {
+	label string
+	off   int // where the choice's bytes begin
+	u     int // the value chosen, less lo: what its bytes hold
+}
+
+func (l *choiceLog) add(lo, hi, v int, label string) {
+	l.marks = append(l.marks, mark{label, len(l.bytes), v - lo})
+	u := v - lo
+	for i := 0; i < choiceWidth(lo, hi); i++ {
+		l.bytes = append(l.bytes, byte(u>>(8*i)))
+	}
 }
 
 type rapidChoices struct {
 	t   *rapid.T
-	rec []byte
+	rec choiceLog
 }
 
 func (c *rapidChoices) choose(lo, hi int, label string) int {
 	v := rapid.IntRange(lo, hi).Draw(c.t, label)
-	c.rec = appendChoice(c.rec, lo, hi, v)
+	c.rec.add(lo, hi, v, label)
 	return v
 }
 
-func (c *rapidChoices) recorded() []byte { return c.rec }
+func (c *rapidChoices) log() *choiceLog { return &c.rec }
 
 // byteChoices reads choices from input bytes; past the end every choice is lo.
 type byteChoices struct {
 	data []byte
-	rec  []byte
+	rec  choiceLog
 }
 
 func (c *byteChoices) choose(lo, hi int, label string) int {
@@ -54,25 +75,17 @@ func (c *byteChoices) choose(lo, hi int, label string) int {
 	if span > 1 {
 		v = lo + u%span
 	}
-	c.rec = appendChoice(c.rec, lo, hi, v)
+	c.rec.add(lo, hi, v, label)
 	return v
 }
 
-func (c *byteChoices) recorded() []byte { return c.rec }
+func (c *byteChoices) log() *choiceLog { return &c.rec }
 
 func choiceWidth(lo, hi int) int {
 	if hi-lo < 256 {
 		return 1
 	}
 	return 2
-}
-
-func appendChoice(b []byte, lo, hi, v int) []byte {
-	u := v - lo
-	for i := 0; i < choiceWidth(lo, hi); i++ {
-		b = append(b, byte(u>>(8*i)))
-	}
-	return b
 }
 
 func chooseBool(c chooser, label string) bool { return c.choose(0, 1, label) == 1 }

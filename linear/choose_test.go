@@ -20,14 +20,14 @@ func TestChoicesReplay(t *testing.T) {
 		for _, r := range ranges {
 			want = append(want, drawn.choose(r.lo, r.hi, "v"))
 		}
-		read := &byteChoices{data: drawn.recorded()}
+		read := &byteChoices{data: drawn.log().bytes}
 		for i, r := range ranges {
 			if got := read.choose(r.lo, r.hi, "v"); got != want[i] {
 				t.Fatalf("choice %d in [%d, %d]: replayed %d, drawn %d", i, r.lo, r.hi, got, want[i])
 			}
 		}
-		if string(read.recorded()) != string(drawn.recorded()) {
-			t.Fatalf("replay recorded %x, rapid %x", read.recorded(), drawn.recorded())
+		if string(read.log().bytes) != string(drawn.log().bytes) {
+			t.Fatalf("replay recorded %x, rapid %x", read.log().bytes, drawn.log().bytes)
 		}
 	})
 }

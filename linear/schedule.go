@@ -175,7 +175,7 @@ func (p *program) drawOp(c chooser, label string, kinds []sopKind) sop {
 
 // next draws the next operation of a session's suffix.
 func (p *program) next(c chooser, session int) sop {
-	o := p.drawOp(c, "op", p.kinds)
+	o := p.drawOp(c, opLabel(session), p.kinds)
 	p.suffixes[session] = append(p.suffixes[session], o)
 	return o
 }
@@ -201,12 +201,12 @@ func drawProgram(c chooser, cfg ScheduledConfig, canLock bool) *program {
 			p.prefix = append(p.prefix, prefixOp{s, sop{Kind: sopClaim}})
 		}
 	}
-	for i, k := 0, c.choose(0, cfg.MaxPrefix, "prefix"); i < k; i++ {
-		s := c.choose(0, n-1, "prefix session")
+	for i, k := 0, c.choose(0, cfg.MaxPrefix, labelPrefixCount); i < k; i++ {
+		s := c.choose(0, n-1, labelPrefixSession)
 		p.prefix = append(p.prefix, prefixOp{s, p.drawOp(c, "prefix op", sequentialKinds)})
 	}
 	for s := 0; s < n; s++ {
-		p.lengths = append(p.lengths, c.choose(1, cfg.MaxSuffix, "suffix"))
+		p.lengths = append(p.lengths, c.choose(1, cfg.MaxSuffix, labelSuffix))
 		p.suffixes = append(p.suffixes, nil)
 	}
 	return p

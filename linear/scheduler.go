@@ -60,7 +60,7 @@ type Scheduler struct {
 	cfg  ScheduledConfig
 	sess []*ssess
 	// lastFailure is the choices of the last run that failed; lastReport, its report folder.
-	lastFailure []byte
+	lastFailure choiceLog
 	lastReport  string
 }
 
@@ -76,7 +76,7 @@ func NewScheduler(ctx context.Context, in *sut.Installed, cfg ScheduledConfig) *
 
 // LastFailure is the choices of the last run that failed, as a FuzzScheduled input: after a
 // rapid search, the shrunk failure's (rapid ends by replaying it).
-func (s *Scheduler) LastFailure() []byte { return s.lastFailure }
+func (s *Scheduler) LastFailure() []byte { return s.lastFailure.bytes }
 
 // LastReport is the report folder of the last run that failed ("" if it could not be written).
 func (s *Scheduler) LastReport() string { return s.lastReport }
@@ -867,10 +867,10 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 	if err == nil {
 		err = WriteReport(dir, h, verdict)
 	}
-	r.s.lastFailure = r.c.recorded()
+	r.s.lastFailure = *r.c.log()
 	input := filepath.Join(dir, ReportFuzzInput)
 	if err == nil {
-		err = os.WriteFile(input, FuzzInputFile(r.c.recorded()), 0o644)
+		err = os.WriteFile(input, FuzzInputFile(r.s.lastFailure.bytes), 0o644)
 	}
 	r.s.lastReport = ""
 	if err != nil {
@@ -893,6 +893,7 @@ type Finding struct {
 	Output string
 	// Input is the failing run's choices as a FuzzScheduled input (see FuzzInputFile).
 	Input []byte
+	marks []mark
 }
 
 // Verdict returns the first line naming a property ("property N (name): ..."), else the first
@@ -922,7 +923,7 @@ func SearchScheduled(ctx context.Context, in *sut.Installed, name string, cfg Sc
 		return nil
 	}
 	// rapid ends by replaying its shrunk case, so the last failing run is that case.
-	return &Finding{Name: name, Output: out, Input: s.lastFailure}
+	return &Finding{Name: name, Output: out, Input: s.lastFailure.bytes, marks: s.lastFailure.marks}
 }
 
 // ReplayInput runs scheduled mode once, outside `go test`, with the choices of a FuzzScheduled
@@ -934,47 +935,5 @@ func ReplayInput(ctx context.Context, in *sut.Installed, name string, cfg Schedu
 	if !failed {
 		return nil
 	}
-	return &Finding{Name: name, Output: out, Input: s.lastFailure}
-}
-
-// ShrinkInput makes a failing FuzzScheduled input shorter and plainer, one byte at a time
-// (dropped, else lowered: to 0, to half, by one), keeping only changes that still fail with
-// the same property. It finishes what rapid's shrinker leaves when its time runs out; every
-// choice's plain value is its lowest, so lower bytes mean fewer sessions, operations and faults.
-func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) []byte {
-	property := func(d []byte) string {
-		f := ReplayInput(ctx, in, name, cfg, d)
-		if f == nil {
-			return ""
-		}
-		v, _, _ := strings.Cut(f.Verdict(), ")")
-		return v
-	}
-	want := property(data)
-	if want == "" {
-		return data
-	}
-	for changed := true; changed && ctx.Err() == nil; {
-		changed = false
-		for i := 0; i < len(data) && ctx.Err() == nil; i++ {
-			drop := append(append([]byte(nil), data[:i]...), data[i+1:]...)
-			if property(drop) == want {
-				data, changed = drop, true
-				i--
-				continue
-			}
-			for _, b := range []byte{0, data[i] / 2, data[i] - 1} {
-				if b >= data[i] {
-					continue
-				}
-				lower := append([]byte(nil), data...)
-				lower[i] = b
-				if property(lower) == want {
-					data, changed = lower, true
-					break
-				}
-			}
-		}
-	}
-	return data
+	return &Finding{Name: name, Output: out, Input: s.lastFailure.bytes, marks: s.lastFailure.marks}
 }
