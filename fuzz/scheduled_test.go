@@ -92,7 +92,7 @@ func TestScheduledCorpus(t *testing.T) {
 }
 
 // regenerate searches scheduled mode on a mutant and writes the failing run, shrunk by rapid
-// and then byte by byte, to path.
+// and then by linear.ShrinkInput, to path.
 func regenerate(t *testing.T, in *sut.Installed, cfg linear.ScheduledConfig, path string) {
 	defer testflags.Defaults(map[string]string{"rapid.nofailfile": "true", "rapid.checks": "500", "rapid.shrinktime": "20s"})()
 	f := linear.SearchScheduled(context.Background(), in, t.Name(), cfg)

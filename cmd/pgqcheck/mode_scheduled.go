@@ -83,9 +83,9 @@ func (h *schedHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	return []*Failure{f}, h.w.Saver.keepFuzzInput(f, data, h.w.Queue)
 }
 
-// shrink takes rapid's shrunk failure further, byte by byte, and when the smaller run still
-// breaks the same property makes it the failure shown, kept as a fuzz input, and left in the
-// report folder. It returns the failing run's choices.
+// shrink takes rapid's shrunk failure further (linear.ShrinkInput), and when the smaller run
+// still breaks the same property makes it the failure shown, kept as a fuzz input, and left in
+// the report folder. It returns the failing run's choices.
 func (h *schedHunter) shrink(ctx context.Context, f *Failure) []byte {
 	data := h.s.LastFailure()
 	if len(data) == 0 {
