@@ -29,9 +29,11 @@ writes the report; a second abandons the round.
 
 Every failure is saved where plain go test replays it, and the report prints the exact command:
   sequential  testdata/rapid/TestPropQueue_<queue>/*.fail and testdata/programs/found/*.ops
-  scheduled   testdata/rapid/TestLinearScheduled_<queue>/*.fail
-  stress      testdata/histories/found-*.json (re-checked by TestLinearHistories), plus a report
-              folder with the whole history and the failing job's HTML timeline
+  scheduled   testdata/rapid/TestLinearScheduled_<queue>/*.fail and
+              fuzz/testdata/fuzz/FuzzScheduled/found-* (replayed by go test ./fuzz)
+  stress      testdata/histories/found-*.json (re-checked by TestLinearHistories)
+A concurrent failure also leaves a report folder next to the report: the whole history and
+the failing job's HTML timeline.
 For a queue folder, PGQCHECK_SQL_DIR=<folder> is part of the replay: it must judge the same
 queue. Cases saved by earlier campaigns are replayed first.
 
