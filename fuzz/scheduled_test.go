@@ -102,8 +102,10 @@ func regenerate(t *testing.T, in *sut.Installed, cfg linear.ScheduledConfig, pat
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	data := linear.ShrinkInput(context.Background(), in, t.Name(), cfg, f.Input)
-	if err := os.WriteFile(path, linear.FuzzInputFile(data), 0o644); err != nil {
+	if small := linear.ShrinkInput(context.Background(), in, t.Name(), cfg, f.Input); small != nil {
+		f.Input = small.Input
+	}
+	if err := os.WriteFile(path, linear.FuzzInputFile(f.Input), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

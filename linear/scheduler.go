@@ -931,6 +931,11 @@ func SearchScheduled(ctx context.Context, in *sut.Installed, name string, cfg Sc
 func ReplayInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) *Finding {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
+	return s.replay(name, data)
+}
+
+// replay runs one input on s outside `go test`; nil when the run held.
+func (s *Scheduler) replay(name string, data []byte) *Finding {
 	out, failed := ops.RunOutside(name, func(t rapid.TB) { s.RunBytes(t, data) })
 	if !failed {
 		return nil

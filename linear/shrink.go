@@ -27,8 +27,13 @@ var argLabels = map[string]bool{"prefix op": true, "back": true, "expire by id":
 // choices, with the count that asked for it lowered), then works byte by byte: each byte
 // dropped, else lowered (to 0, to half, by one). Every choice's plain value is its lowest, so
 // lower bytes mean fewer sessions, operations and faults. It finishes what rapid's shrinker
-// leaves when its time runs out, and returns the input as the run recorded it.
-func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) []byte {
+// leaves when its time runs out.
+//
+// It returns the smallest failing run, its Input as the run recorded it, and leaves that run's
+// report folder; nil when data does not fail.
+func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) *Finding {
+	s := NewScheduler(ctx, in, cfg)
+	defer s.Close()
 	property := func(f *Finding) string {
 		if f == nil {
 			return ""
@@ -36,15 +41,15 @@ func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg Schedu
 		v, _, _ := strings.Cut(f.Verdict(), ")")
 		return v
 	}
-	cur := ReplayInput(ctx, in, name, cfg, data)
+	cur := s.replay(name, data)
 	want := property(cur)
 	if want == "" {
-		return data
+		return nil
 	}
 	// Only strictly smaller inputs are taken, so that shrinking ends: a dropped byte can come
 	// back as a recorded choice.
 	accept := func(d []byte) bool {
-		f := ReplayInput(ctx, in, name, cfg, d)
+		f := s.replay(name, d)
 		if property(f) != want || !smaller(canonical(f.Input), canonical(cur.Input)) {
 			return false
 		}
@@ -81,7 +86,12 @@ func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg Schedu
 			}
 		}
 	}
-	return canonical(cur.Input)
+	// Candidates tried after the smallest run rewrote the report folder: run it once more.
+	if last := s.replay(name, canonical(cur.Input)); property(last) == want {
+		cur = last
+	}
+	cur.Input = canonical(cur.Input)
+	return cur
 }
 
 // canonical drops trailing zero bytes: past the end of an input every choice is its lowest,

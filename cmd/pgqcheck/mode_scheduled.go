@@ -92,15 +92,14 @@ func (h *schedHunter) shrink(ctx context.Context, f *Failure) []byte {
 		return data
 	}
 	small := linear.ShrinkInput(ctx, h.w.In, h.test, h.cfg, data)
-	rf := linear.ReplayInput(ctx, h.w.In, h.test, h.cfg, small)
-	if rf == nil {
+	if small == nil {
 		return data
 	}
-	g := &Failure{Verdict: rf.Verdict()}
+	g := &Failure{Verdict: small.Verdict()}
 	g.classify()
 	if g.Property != f.Property {
 		return data
 	}
-	f.Verdict, f.Output = rf.Verdict(), rf.Output
-	return small
+	f.Verdict, f.Output = small.Verdict(), small.Output
+	return small.Input
 }
