@@ -60,22 +60,17 @@ func FuzzQueue(f *testing.F) {
 // installed on first use and reset for every input.
 var proc struct {
 	sync.Mutex
-	installs map[string]*procInstall
+	installs map[string]*sut.Installed
 	env      *program.Env
 	sched    *linear.Scheduler
-}
-
-type procInstall struct {
-	in *sut.Installed
-	db *pgserver.Database
 }
 
 // processInstall installs the queue under test (PGQCHECK_SQL_DIR's, else the seed) in a
 // database of its own for target. The caller holds proc's lock.
 func processInstall(t *testing.T, target string) *sut.Installed {
 	t.Helper()
-	if pi := proc.installs[target]; pi != nil {
-		return pi.in
+	if in := proc.installs[target]; in != nil {
+		return in
 	}
 	q, err := sut.FromEnv()
 	if err != nil {
@@ -84,25 +79,11 @@ func processInstall(t *testing.T, target string) *sut.Installed {
 	if q == nil {
 		q = sut.MustBuiltin(sut.DefaultQueue)
 	}
-	ctx := context.Background()
-	srv, err := pgserver.Shared(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := srv.CreateDatabase(ctx, "pgqcheck_fuzz_"+q.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := sut.Install(ctx, db.DSN, q)
-	if err != nil {
-		_ = db.Drop(ctx)
-		t.Fatal(err)
-	}
 	if proc.installs == nil {
-		proc.installs = map[string]*procInstall{}
+		proc.installs = map[string]*sut.Installed{}
 	}
-	proc.installs[target] = &procInstall{in: in, db: db}
-	return in
+	proc.installs[target] = suttest.InstallForProcess(t, "pgqcheck_fuzz_", q)
+	return proc.installs[target]
 }
 
 func processEnv(t *testing.T) *program.Env {

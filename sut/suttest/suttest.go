@@ -15,26 +15,41 @@ import (
 // with the harness's one-line explanation.
 func Install(tb testing.TB, q *sut.Queue) *sut.Installed {
 	tb.Helper()
+	in, db := install(tb, "pgqcheck_", q)
+	tb.Cleanup(func() {
+		in.Close()
+		if err := db.Drop(context.Background()); err != nil {
+			tb.Errorf("dropping %s: %v", db.Name, err)
+		}
+	})
+	return in
+}
+
+// InstallForProcess is Install for what outlives one test (a fuzzing process's queue): the
+// database stays until the shared server closes, which drops it (pgserver.Main).
+func InstallForProcess(tb testing.TB, prefix string, q *sut.Queue) *sut.Installed {
+	tb.Helper()
+	in, _ := install(tb, prefix, q)
+	return in
+}
+
+func install(tb testing.TB, prefix string, q *sut.Queue) (*sut.Installed, *pgserver.Database) {
+	tb.Helper()
 	ctx := context.Background()
 	srv, err := pgserver.Shared(ctx)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	db, err := srv.CreateDatabase(ctx, "pgqcheck_"+q.Name)
+	db, err := srv.CreateDatabase(ctx, prefix+q.Name)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		if err := db.Drop(context.Background()); err != nil {
-			tb.Errorf("dropping %s: %v", db.Name, err)
-		}
-	})
 	in, err := sut.Install(ctx, db.DSN, q)
 	if err != nil {
+		_ = db.Drop(ctx)
 		tb.Fatal(err)
 	}
-	tb.Cleanup(in.Close)
-	return in
+	return in, db
 }
 
 // Queues returns the queues a suite judges (sut.Under), failing the test on a bad folder.
