@@ -21,8 +21,8 @@ import (
 type Entry struct {
 	Name     string
 	Steps    []Step
-	Mutant   string // the mutant this program catches ("" for scenarios every correct queue passes)
-	Property int    // the property the mutant breaks here
+	Mutant   string         // the mutant this program catches ("" for scenarios every correct queue passes)
+	Property model.Property // the property the mutant breaks here
 }
 
 // Corpus lists the seed corpus. Every entry passes on a correct queue; a mutant's entry fails

@@ -50,7 +50,7 @@ func TestLinearCheckHandmade(t *testing.T) {
 	cases := []struct {
 		name string
 		h    *History
-		prop int // 0: legal
+		prop model.Property // 0: legal
 	}{
 		{"claim, pause, complete", new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1).complete("w1", 5, 6, 1, 1, 1).history(false), 0},
 		{"stale generation refused after a reclaim", new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1).expire(5, 6, 1).
@@ -119,7 +119,7 @@ func TestLinearCorruptedSimulationsFail(t *testing.T) {
 		name string
 		pick func(o Op) bool
 		mod  func(o *Op)
-		prop int
+		prop model.Property
 	}
 	cs := []corruption{
 		{"a refused completion accepted", func(o Op) bool {

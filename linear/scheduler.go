@@ -880,7 +880,7 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 		fmt.Fprintf(&b, "report: %s\nfuzz input: %s (copy it into fuzz/testdata/fuzz/FuzzScheduled/ to replay it with go test ./fuzz)\n", dir, input)
 	}
 	msg := b.String()
-	p := -1
+	p := model.Property(-1)
 	if v != nil {
 		p = v.Property
 	}

@@ -101,32 +101,31 @@ func (q *Queue) Job(id int64) (Job, bool) {
 // Len is the number of enqueued jobs.
 func (q *Queue) Len() int { return len(q.ids) }
 
-// Violation is a broken promise: which property of the specification and what happened.
-type Violation struct {
-	Property int    // the property's number in the design reference
-	Name     string // its short name
-	Detail   string
-}
-
-func (v *Violation) Error() string {
-	return fmt.Sprintf("property %d (%s): %s", v.Property, v.Name, v.Detail)
-}
+// Property is one of the promises of the design reference, by its number. A finding carries it
+// as a value from the moment it is detected to the moment it is printed, so nothing downstream
+// reads a property back out of text.
+type Property int
 
 // The properties, numbered as in the design reference.
 const (
-	PFencing      = 1
-	PExclusion    = 2
-	PGenerations  = 3
-	PDoneOnce     = 4
-	PSkipLocked   = 5
-	PRecovery     = 6
-	PLinearizable = 7
-	PDBTime       = 8
-	PNoErrors     = 9
-	PClaimOrder   = 0 // the sequential claim-order promise declared in queue.json
+	PClaimOrder   Property = 0 // the sequential claim-order promise declared in queue.json
+	PFencing      Property = 1
+	PExclusion    Property = 2
+	PGenerations  Property = 3
+	PDoneOnce     Property = 4
+	PSkipLocked   Property = 5
+	PRecovery     Property = 6
+	PLinearizable Property = 7
+	PDBTime       Property = 8
+	PNoErrors     Property = 9
+	PClaimCost    Property = 10 // a measurement (plan/), reported rather than judged on time
 )
 
-var propertyNames = map[int]string{
+// Properties lists every property in order.
+var Properties = []Property{PClaimOrder, PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked,
+	PRecovery, PLinearizable, PDBTime, PNoErrors, PClaimCost}
+
+var propertyNames = map[Property]string{
 	PClaimOrder:   "claim order",
 	PFencing:      "fencing",
 	PExclusion:    "mutual exclusion",
@@ -137,14 +136,30 @@ var propertyNames = map[int]string{
 	PLinearizable: "linearizability",
 	PDBTime:       "database time",
 	PNoErrors:     "no unexpected errors",
+	PClaimCost:    "claim cost",
 }
 
+// Name is the property's short name.
+func (p Property) Name() string { return propertyNames[p] }
+
+// String is "property N (name)", the way every verdict starts.
+func (p Property) String() string { return fmt.Sprintf("property %d (%s)", int(p), p.Name()) }
+
 // PropertyName returns the short name of a numbered property.
-func PropertyName(p int) string { return propertyNames[p] }
+func PropertyName(p Property) string { return p.Name() }
+
+// Violation is a broken promise: which property of the specification and what happened.
+type Violation struct {
+	Property Property `json:"Property"`
+	Name     string   `json:"Name"` // the property's short name, kept for readers of saved histories
+	Detail   string   `json:"Detail"`
+}
+
+func (v *Violation) Error() string { return v.Property.String() + ": " + v.Detail }
 
 // Violate builds a Violation for property p.
-func Violate(p int, format string, args ...any) *Violation {
-	return &Violation{Property: p, Name: propertyNames[p], Detail: fmt.Sprintf(format, args...)}
+func Violate(p Property, format string, args ...any) *Violation {
+	return &Violation{Property: p, Name: p.Name(), Detail: fmt.Sprintf(format, args...)}
 }
 
 // Enqueue records a job the queue created with the given id. Ids must be new and ascending:

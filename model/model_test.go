@@ -16,7 +16,7 @@ func mustNil(t *testing.T, err error) {
 	}
 }
 
-func wantViolation(t *testing.T, err error, property int, detail string) {
+func wantViolation(t *testing.T, err error, property Property, detail string) {
 	t.Helper()
 	var v *Violation
 	if !errors.As(err, &v) {

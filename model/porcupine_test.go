@@ -143,7 +143,7 @@ func TestLinearStepJobNamesTheProperty(t *testing.T) {
 		s    JobState
 		in   Input
 		out  Output
-		prop int
+		prop Property
 	}{
 		{expiredRunning, Input{Kind: OpComplete, Job: 1, Gen: 1}, Output{Rows: 1}, PFencing},
 		{expiredRunning, Input{Kind: OpComplete, Job: 1, Gen: 2}, Output{Rows: 1}, PFencing},

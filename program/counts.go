@@ -50,14 +50,36 @@ func (c *Counts) Add(o Counts) {
 	c.Errors += o.Errors
 }
 
-// answers is what the queue answered during one step, noted by the claim and complete helpers.
+// answers is what the queue answered during one operation, for Counts.
 type answers struct {
 	enqueued          int
 	claims, empty     int
 	accepted, refused int
 }
 
-// observe counts one simple (not compound) step.
+func (a *answers) note(st Stmt, r Result) {
+	if r.Err != nil {
+		return
+	}
+	switch st.Kind {
+	case KEnqueue:
+		a.enqueued++
+	case KClaim:
+		if r.Out.Found {
+			a.claims++
+		} else {
+			a.empty++
+		}
+	case KComplete:
+		if r.Out.Rows == 0 {
+			a.refused++
+		} else {
+			a.accepted++
+		}
+	}
+}
+
+// observe counts one simple (not compound) operation.
 func (c *Counts) observe(op Op, a answers, err error) {
 	var v *model.Violation
 	if errors.As(err, &v) && v.Property == model.PNoErrors {
@@ -74,28 +96,28 @@ func (c *Counts) observe(op Op, a answers, err error) {
 		c.Enqueued += int64(a.enqueued)
 	case Claim:
 		claimsAndCompletions()
-	case Complete:
-		if o.Back > 0 {
+	case Complete, completeClaimed:
+		if cp, ok := o.(Complete); ok && cp.Back > 0 {
 			c.StaleTokenCompletion++
 		}
 		claimsAndCompletions()
 	case ShortLease:
 		c.ShortLeases++
 		claimsAndCompletions()
-	case Expire:
+	case Expire, ExpireClaim:
 		c.Expiries++
 	case Pause:
 		c.Pauses++
 	case Lock:
 		c.Locks++
-	case Release:
+	case Commit, Rollback:
 		c.Releases++
-		switch o.How {
-		case Cancel:
-			c.Cancels++
-		case Terminate:
-			c.Terminates++
-		}
+	case Cancel:
+		c.Releases++
+		c.Cancels++
+	case Terminate:
+		c.Releases++
+		c.Terminates++
 	case Crash:
 		c.Crashes++
 	case Drain:

@@ -26,23 +26,23 @@ func TestCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := []program.Op{
-		program.Enqueue{N: 2},                      // jobs 1 and 2
-		program.Lock{L: 0, Job: 1},                 // job 1 locked
-		program.Claim{W: 0},                        // job 2
-		program.Release{L: 0, How: program.Cancel}, // job 1 free again
-		program.Claim{W: 1},                        // job 1
-		program.Claim{W: 2},                        // none: both running
-		program.Replaced{W: 1, By: 2},              // pause w1; w2 claims job 1 gen 2; w1's completion refused
-		program.Complete{W: 2},                     // job 1 gen 2 accepted
-		program.Overslept{W: 0},                    // pause w0; its completion of job 2 refused
-		program.Crash{W: 0},
-		program.ShortLease{W: 1},   // job 2 gen 2, completed at once
-		program.Expire{Job: 1},     // a done job: counted, changes nothing
-		program.Enqueue{N: 1},      // job 3
-		program.Drain{W: 0},        // drains job 3
-		program.Lock{L: 1, Job: 3}, //
-		program.Release{L: 1, How: program.Terminate},
-		program.Complete{W: 1, Back: 1}, // job 1 gen 1: an older token, refused
+		program.Enqueue{N: 2},               // jobs 1 and 2
+		program.Lock{S: "locker0", Job: 1},  // job 1 locked
+		program.Claim{S: "w0"},              // job 2
+		program.Cancel{S: "locker0"},        // job 1 free again
+		program.Claim{S: "w1"},              // job 1
+		program.Claim{S: "w2"},              // none: both running
+		program.Replaced{W: "w1", By: "w2"}, // pause w1; w2 claims job 1 gen 2; w1's completion refused
+		program.Complete{S: "w2"},           // job 1 gen 2 accepted
+		program.Overslept{W: "w0"},          // pause w0; its completion of job 2 refused
+		program.Crash{W: "w0"},
+		program.ShortLease{W: "w1"},        // job 2 gen 2, completed at once
+		program.Expire{Job: 1},             // a done job: counted, changes nothing
+		program.Enqueue{N: 1},              // job 3
+		program.Drain{S: "w0"},             // drains job 3
+		program.Lock{S: "locker1", Job: 3}, //
+		program.Terminate{S: "locker1"},
+		program.Complete{S: "w1", Back: 1}, // job 1 gen 1: an older token, refused
 	}
 	for _, op := range steps {
 		if err := env.Step(ctx, op); err != nil {

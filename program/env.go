@@ -1,6 +1,8 @@
-// Package program holds operation programs: small operations that print themselves and run
-// themselves against the real queue and the model side by side, so that a failing sequence can
-// be shown as a numbered list, saved, decoded from fuzz bytes and replayed.
+// Package program holds the operations every mode runs: small values that print themselves,
+// parse back from what they print, say when they apply, and resolve into statements against a
+// session. Sequential programs run them here, beside the model (Env); the linear package's
+// scheduler runs the same operations on concurrent sessions; fuzz encodings decode into them;
+// saved programs (.ops files) replay them, and one reducer shrinks them.
 package program
 
 import (
@@ -14,164 +16,122 @@ import (
 	"pgqcheck/sut"
 )
 
-// Lease lengths and pauses. The long lease outlives any run, so only expire and the short-lease
-// operation end leases. The short lease and its pauses keep wide margins (the early completion
-// lands within a few milliseconds of a 1 s lease; the late one 500 ms after it ran out), so the
-// outcome never depends on scheduling noise and a run stays deterministic for shrinking.
-const (
-	LongLease     = time.Hour
-	ShortLeaseLen = time.Second
-	LatePause     = ShortLeaseLen + 500*time.Millisecond
-	// EarlyBudget is how long an early completion may take after its claim before the run
-	// reports timing noise rather than a verdict.
-	EarlyBudget = ShortLeaseLen / 2
-	// lockTimeout: in a sequential run nothing ever legitimately waits for a row lock, so any
-	// wait is a finding (properties 5 and 9); a short timeout turns it into an error fast.
-	lockTimeout = 20 * time.Millisecond
-)
+// lockTimeout: in a sequential run nothing ever legitimately waits for a row lock, so any wait
+// is a finding (properties 5 and 9); a short timeout turns it into an error fast.
+const lockTimeout = 20 * time.Millisecond
 
 // The Prop suite's world: enough workers for one to hold a stale token while another reclaims,
-// and lockers to hold two rows at once. A saved case (rapid fail file or program) replays only
-// in the same world, so every runner of the state machine uses these.
+// and lockers to hold two rows at once. A saved program replays only in the same world, so
+// every runner of the state machine uses these.
 const (
 	Workers = 3
 	Lockers = 2
+	// Reader runs the operations printed without a session: enqueue, expire, the snapshots.
+	Reader = "reader"
 )
 
-// Token is what a claim hands a worker: the job and the generation it must present.
-type Token struct{ ID, Gen int64 }
+// WorkerName and LockerName are the sequential world's session names.
+func WorkerName(i int) string { return fmt.Sprintf("w%d", i) }
+func LockerName(i int) string { return fmt.Sprintf("locker%d", i) }
 
-func (t Token) String() string { return fmt.Sprintf("job %d gen %d", t.ID, t.Gen) }
-
-// Worker is a session that claims and completes. Tokens holds every claim it made, newest last;
-// older ones are what a paused worker would still present after its job was reclaimed.
-type Worker struct {
-	S      *sut.Session
-	Tokens []Token
-}
-
-// Locker is a session that holds one job's row lock in an open transaction.
-type Locker struct {
-	S   *sut.Session
-	Job int64 // 0: not holding a lock
-}
-
-// Env is the world a program runs in: the installed queue, the model, the sessions, and the
+// Env is the sequential world: the installed queue, the model, a session per name, and the
 // model clock. Sessions survive Reset so that a property run costs a TRUNCATE, not connections.
 type Env struct {
-	In      *sut.Installed
-	Model   *model.Queue
-	Now     time.Duration // model time: advances only by the pauses operations take
-	Workers []*Worker
-	Lockers []*Locker
-	Reader  *sut.Session
+	In    *sut.Installed
+	Model *model.Queue
+	Now   time.Duration // model time: advances only by the pauses operations take
+	W     *World
+	conns map[string]*sut.Session
 
-	Trace []string // each executed step with the queue's answer
+	Trace []string // each executed operation with the queue's answers
 	Ops   []Op     // the operations behind Trace, for reducing and saving a failure
 	// Counts accumulates what the steps exercised until the caller clears it (Reset does not).
 	Counts Counts
-	next   int     // payload counter: every job gets a unique payload
-	step   answers // the current step's answers, for Counts
+	// Last is the error the last program stopped with: what a failing rapid run reported.
+	Last error
+
+	answers []string // the current operation's answers
+	step    answers
 }
 
-// NewEnv connects the sessions for a queue already installed.
+// NewEnv connects the sessions for a queue already installed: the reader, the workers and
+// the lockers.
 func NewEnv(ctx context.Context, in *sut.Installed, workers, lockers int) (*Env, error) {
-	e := &Env{In: in}
-	var err error
-	if e.Reader, err = e.connect(ctx, "reader"); err != nil {
-		return nil, err
-	}
+	names := []string{Reader}
 	for i := 0; i < workers; i++ {
-		s, err := e.connect(ctx, fmt.Sprintf("w%d", i))
-		if err != nil {
-			e.Close()
-			return nil, err
-		}
-		e.Workers = append(e.Workers, &Worker{S: s})
+		names = append(names, WorkerName(i))
 	}
 	for i := 0; i < lockers; i++ {
-		s, err := e.connect(ctx, fmt.Sprintf("locker%d", i))
-		if err != nil {
+		names = append(names, LockerName(i))
+	}
+	w := NewWorld(in.Queue, names...)
+	w.NoWaits, w.NoTxnWork = true, true
+	e := &Env{In: in, W: w, conns: map[string]*sut.Session{}}
+	for _, n := range names {
+		if err := e.connect(ctx, n); err != nil {
 			e.Close()
 			return nil, err
 		}
-		e.Lockers = append(e.Lockers, &Locker{S: s})
 	}
 	return e, e.Reset(ctx)
 }
 
-func (e *Env) connect(ctx context.Context, name string) (*sut.Session, error) {
-	return e.In.Connect(ctx, name, sut.SessionOptions{LockTimeout: lockTimeout, StatementTimeout: 30 * time.Second})
+func (e *Env) connect(ctx context.Context, name string) error {
+	s, err := e.In.Connect(ctx, name, sut.SessionOptions{LockTimeout: lockTimeout, StatementTimeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	e.conns[name] = s
+	return nil
 }
 
-// CanLock reports whether the queue ships lock.sql (without it, lock operations never apply).
-func (e *Env) CanLock() bool { return e.In.Queue.Lock != "" }
+// World is the environment's world, for procedures.
+func (e *Env) World() *World { return e.W }
 
-// Reset ends every open locker transaction, empties the queue and starts a fresh model, so the
-// next run begins from exactly the state a fresh install would have.
+// CanLock reports whether the queue ships lock.sql (without it, lock operations never apply).
+func (e *Env) CanLock() bool { return e.W.CanLock }
+
+// Reset ends every open transaction, empties the queue and starts a fresh model, so the next
+// run begins from exactly the state a fresh install would have.
 func (e *Env) Reset(ctx context.Context) error {
-	for i, l := range e.Lockers {
-		if l.S == nil || l.S.Conn().IsClosed() {
-			s, err := e.connect(ctx, fmt.Sprintf("locker%d", i))
-			if err != nil {
+	for _, s := range e.W.Sessions {
+		c := e.conns[s.Name]
+		switch {
+		case c == nil || c.Conn().IsClosed():
+			if err := e.connect(ctx, s.Name); err != nil {
 				return err
 			}
-			l.S = s
-		} else if l.Job != 0 {
-			if err := l.S.Rollback(ctx); err != nil {
-				return fmt.Errorf("pgqcheck: ending a locker's transaction: %w", err)
+		case s.InTxn:
+			if err := c.Rollback(ctx); err != nil {
+				return fmt.Errorf("pgqcheck: ending %s's transaction: %w", s.Name, err)
 			}
 		}
-		l.Job = 0
 	}
-	for _, w := range e.Workers {
-		w.Tokens = nil
-	}
+	e.W.Reset()
 	if err := e.In.Reset(ctx); err != nil {
 		return err
 	}
 	e.Model = model.New(e.In.Queue.Order)
-	e.Now, e.Trace, e.Ops, e.next = 0, nil, nil, 0
+	e.Now, e.Trace, e.Ops, e.Last = 0, nil, nil, nil
 	return nil
 }
 
 // Close ends every session.
 func (e *Env) Close() {
-	for _, s := range e.sessions() {
-		s.Close()
+	for _, c := range e.conns {
+		c.Close()
 	}
 }
 
-func (e *Env) sessions() []*sut.Session {
-	var out []*sut.Session
-	if e.Reader != nil {
-		out = append(out, e.Reader)
-	}
-	for _, w := range e.Workers {
-		out = append(out, w.S)
-	}
-	for _, l := range e.Lockers {
-		if l.S != nil {
-			out = append(out, l.S)
-		}
-	}
-	return out
-}
-
-// Payload returns the next unique job payload.
-func (e *Env) Payload() string {
-	e.next++
-	return fmt.Sprintf(`{"n":%d}`, e.next)
-}
-
-// Step runs one operation, records it in the trace, and returns the violation or error it met.
-// A harness failure (not a verdict on the queue) is returned as a *HarnessError.
+// Step runs one operation, records it in the trace, checks the queue's snapshot against the
+// model, and returns the violation or error it met. A harness failure (not a verdict on the
+// queue) is returned as a *HarnessError.
 func (e *Env) Step(ctx context.Context, op Op) error {
 	if c, ok := op.(Compound); ok {
 		// Each part is a step of its own, checked and traced alone: programs read, count,
 		// save and reduce in simple operations.
 		for _, part := range c.Parts() {
-			if !part.Applicable(e) {
+			if !part.Applicable(e.W) {
 				continue
 			}
 			if err := e.Step(ctx, part); err != nil {
@@ -180,24 +140,190 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 		}
 		return nil
 	}
-	e.step = answers{}
-	answer, err := op.Run(ctx, e)
+	e.answers, e.step = nil, answers{}
+	var err error
+	switch o := op.(type) {
+	case Procedure:
+		err = o.Run(ctx, e)
+		if err == nil {
+			if d, ok := o.(Drain); ok {
+				err = e.drained(d)
+			}
+		}
+	case Step:
+		_, err = e.Do(ctx, o)
+	default:
+		err = &HarnessError{fmt.Errorf("%s: not an operation a sequential program runs", op)}
+	}
 	e.Counts.observe(op, e.step, err)
 	line := op.String()
-	if answer != "" {
-		line = fmt.Sprintf("%-28s -> %s", line, answer)
+	if a := e.answer(op); a != "" {
+		line = fmt.Sprintf("%-28s -> %s", line, a)
 	}
 	e.Trace = append(e.Trace, line)
 	e.Ops = append(e.Ops, op)
-	if err != nil {
+	if err == nil {
+		err = e.Check(ctx)
+	}
+	e.Last = err
+	return err
+}
+
+// answer is the operation's answers in words.
+func (e *Env) answer(op Op) string {
+	switch o := op.(type) {
+	case Enqueue:
+		var ids []string
+		for _, a := range e.answers {
+			ids = append(ids, strings.TrimPrefix(a, "id "))
+		}
+		return "ids " + strings.Join(ids, " ")
+	case Pause:
+		if len(e.W.Claims) > 0 || len(e.answers) > 0 {
+			if id, ok := o.job(e.W); ok {
+				return fmt.Sprintf("job %d's lease expired", id)
+			}
+		}
+	case Drain:
+		return fmt.Sprintf("%d completed", e.step.accepted)
+	}
+	return strings.Join(e.answers, "; ")
+}
+
+// Do runs one step's statements, each checked by the model as it returns.
+func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
+	s := e.W.Session(st.On())
+	if s == nil {
+		return nil, &HarnessError{fmt.Errorf("%s: no session %q in this world", st, st.On())}
+	}
+	if f, ok := st.(Fault); ok {
+		return nil, e.fault(ctx, s, f.fault())
+	}
+	var out []Result
+	for _, stmt := range st.Stmts(e.W) {
+		r := stmt.Exec(ctx, e.conns[s.Name])
+		out = append(out, r)
+		if a := stmt.Answer(r); a != "" {
+			e.answers = append(e.answers, a)
+		}
+		e.step.note(stmt, r)
+		err := e.check(s, stmt, r)
+		e.W.Apply(s, stmt, r)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// Sleep lets real time pass on both clocks.
+func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return &HarnessError{ctx.Err()}
+	case <-t.C:
+	}
+	e.Now += d
+	return nil
+}
+
+// check judges one statement's answer by the sequential specification.
+func (e *Env) check(s *Session, st Stmt, r Result) error {
+	if r.Err != nil {
+		switch st.Kind {
+		case KBegin, KCommit, KRollback, KSleep:
+			return &HarnessError{fmt.Errorf("%s: %s: %w", s.Name, st, r.Err)}
+		case KClaim:
+			var se *sut.StatementError
+			if errors.As(r.Err, &se) && se.LockWait() {
+				return model.Violate(model.PSkipLocked, "claim waited for a row lock another session holds instead of skipping the row (lock_timeout, SQLSTATE 55P03)")
+			}
+		}
+		return queueErr(r.Err)
+	}
+	switch st.Kind {
+	case KEnqueue:
+		return e.Model.Enqueue(r.Out.Job)
+	case KClaim:
+		return e.Model.Claim(e.Now, st.Lease, r.Out.Found, r.Out.Job, r.Out.Gen)
+	case KComplete:
+		return e.Model.Complete(e.Now, st.Job, st.Gen, r.Out.Rows)
+	case KExpire:
+		e.Model.Expire(e.Now, st.Job)
+	case KSnapshot:
+		return e.Model.CheckSnapshot(e.Now, r.Rows)
+	case KLock:
+		e.Model.Lock(st.Job)
+	case KCommit, KRollback:
+		for _, id := range s.Locks {
+			e.Model.Unlock(id)
+		}
+	}
+	return nil
+}
+
+// fault cancels or terminates a session that is idle in its transaction (nothing is ever in
+// flight in a sequential run): the transaction ends, and its row locks with it.
+func (e *Env) fault(ctx context.Context, s *Session, k FaultKind) error {
+	c := e.conns[s.Name]
+	locks := s.Locks
+	switch k {
+	case FaultCancel:
+		if err := CancelIdle(ctx, e.In, c); err != nil {
+			return &HarnessError{err}
+		}
+		s.endTxn()
+	case FaultTerminate:
+		if err := e.In.Terminate(ctx, c.PID); err != nil {
+			return &HarnessError{err}
+		}
+		c.Close()
+		e.W.Lost(s)
+		if err := e.connect(ctx, s.Name); err != nil {
+			return &HarnessError{err}
+		}
+	}
+	for _, id := range locks {
+		e.Model.Unlock(id)
+	}
+	return nil
+}
+
+// CancelIdle cancels a session that is idle in its transaction, as the seed's cancellation
+// while a candidate is locked: the session parks in pg_sleep, pg_cancel_backend interrupts it
+// (Postgres aborts the transaction, releasing its locks), and the client rolls back.
+func CancelIdle(ctx context.Context, in *sut.Installed, c *sut.Session) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Sleep(ctx, time.Hour) }()
+	if err := in.WaitFor(ctx, c.PID, "PgSleep"); err != nil {
+		_ = in.Cancel(ctx, c.PID)
+		<-done
 		return err
 	}
-	return e.Check(ctx)
+	if err := in.Cancel(ctx, c.PID); err != nil {
+		return err
+	}
+	if err := <-done; err == nil {
+		return fmt.Errorf("pg_sleep was not cancelled")
+	}
+	return c.Rollback(ctx)
+}
+
+// drained checks what a drain promises: every job no row lock holds is done, completed once.
+func (e *Env) drained(d Drain) error {
+	for _, j := range e.Model.Jobs() {
+		if !j.Locked && (j.State != model.Done || e.Model.Completions(j.ID) > 1) {
+			return model.Violate(model.PRecovery, "after every lease lapsed and the queue drained, job %d is %s with %d completions", j.ID, j.State, e.Model.Completions(j.ID))
+		}
+	}
+	return nil
 }
 
 // Check compares the queue's snapshot with the model.
 func (e *Env) Check(ctx context.Context) error {
-	rows, err := e.Reader.Snapshot(ctx)
+	rows, err := e.conns[Reader].Snapshot(ctx)
 	if err != nil {
 		return queueErr(err)
 	}
@@ -205,19 +331,18 @@ func (e *Env) Check(ctx context.Context) error {
 }
 
 // Program renders the trace as a numbered list, for failure messages and reports.
-func (e *Env) Program() string {
+func (e *Env) Program() string { return numbered(e.Trace) }
+
+func numbered(lines []string) string {
 	var b strings.Builder
-	for i, l := range e.Trace {
+	for i, l := range lines {
 		fmt.Fprintf(&b, "%4d. %s\n", i+1, l)
 	}
 	return b.String()
 }
 
-// HarnessError is a failure of the suite's own machinery (a connection, a wait), not a finding.
-type HarnessError struct{ Err error }
-
-func (h *HarnessError) Error() string { return "harness: " + h.Err.Error() }
-func (h *HarnessError) Unwrap() error { return h.Err }
+// Executed returns the operations of env's last run that actually ran.
+func (e *Env) Executed() []Op { return append([]Op(nil), e.Ops...) }
 
 // queueErr classifies an error from a queue statement: a multi-row claim or a failed statement
 // is a finding; anything else is the harness's.

@@ -2,66 +2,168 @@ package program
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // A program file is one operation per line, exactly as String prints it; '#' starts a comment.
-// Header comments of the form "# key: value" carry what the program was found against.
+// Header comments of the form "# key: value" say what the program is: its mode (sequential
+// when absent), the queue and verdict it was found with. A scheduled program's lines are its
+// interleaving: the order in which its sessions issued their statements.
 
-var opSyntax = []struct {
-	re    *regexp.Regexp
-	build func(n []int) Op
-}{
-	{regexp.MustCompile(`^enqueue (\d+)$`), func(n []int) Op { return Enqueue{N: n[0]} }},
-	{regexp.MustCompile(`^w(\d+) claim$`), func(n []int) Op { return Claim{W: n[0]} }},
-	{regexp.MustCompile(`^w(\d+) complete newest$`), func(n []int) Op { return Complete{W: n[0]} }},
-	{regexp.MustCompile(`^w(\d+) complete newest-(\d+)$`), func(n []int) Op { return Complete{W: n[0], Back: n[1]} }},
-	{regexp.MustCompile(`^w(\d+) pause past lease$`), func(n []int) Op { return Pause{W: n[0]} }},
-	{regexp.MustCompile(`^w(\d+) pause past lease, then complete$`), func(n []int) Op { return Overslept{W: n[0]} }},
-	{regexp.MustCompile(`^w(\d+) pause past lease, w(\d+) claim, w\d+ complete$`), func(n []int) Op { return Replaced{W: n[0], By: n[1]} }},
-	{regexp.MustCompile(`^expire job (\d+)$`), func(n []int) Op { return Expire{Job: int64(n[0])} }},
-	{regexp.MustCompile(`^locker(\d+) lock job (\d+)$`), func(n []int) Op { return Lock{L: n[0], Job: int64(n[1])} }},
-	{regexp.MustCompile(`^locker(\d+) commit$`), func(n []int) Op { return Release{L: n[0], How: Commit} }},
-	{regexp.MustCompile(`^locker(\d+) rollback$`), func(n []int) Op { return Release{L: n[0], How: Rollback} }},
-	{regexp.MustCompile(`^locker(\d+) cancel$`), func(n []int) Op { return Release{L: n[0], How: Cancel} }},
-	{regexp.MustCompile(`^locker(\d+) terminate$`), func(n []int) Op { return Release{L: n[0], How: Terminate} }},
-	{regexp.MustCompile(`^w(\d+) crash$`), func(n []int) Op { return Crash{W: n[0]} }},
-	{regexp.MustCompile(`^w(\d+) drain$`), func(n []int) Op { return Drain{W: n[0]} }},
-	{regexp.MustCompile(`^w(\d+) claim 1s lease, complete at once$`), func(n []int) Op { return ShortLease{W: n[0]} }},
-	{regexp.MustCompile(`^w(\d+) claim 1s lease, pause 1\.5s, complete$`), func(n []int) Op { return ShortLease{W: n[0], Late: true} }},
+// syntax is one operation's line: the format it prints with, and how to build it from the
+// values that format's verbs matched.
+type syntax struct {
+	format string
+	re     *regexp.Regexp
+	build  func(s string, v []string) (Op, error)
 }
+
+var grammar []syntax
+
+// rule registers a format. The regexp is made from the format itself: %d matches a number,
+// %v a duration, %s a session.
+func rule(format string, build func(s string, v []string) (Op, error)) {
+	var re strings.Builder
+	re.WriteString("^")
+	rest := format
+	for {
+		i := strings.IndexByte(rest, '%')
+		if i < 0 || i+1 >= len(rest) {
+			re.WriteString(regexp.QuoteMeta(rest))
+			break
+		}
+		re.WriteString(regexp.QuoteMeta(rest[:i]))
+		switch rest[i+1] {
+		case 'd':
+			re.WriteString(`(\d+)`)
+		case 'v':
+			re.WriteString(`([0-9.]+(?:ns|us|µs|ms|s|m|h)(?:[0-9.]+(?:ns|us|µs|ms|s|m|h))*)`)
+		case 's':
+			re.WriteString(`([a-z]+\d+)`)
+		}
+		rest = rest[i+2:]
+	}
+	re.WriteString("$")
+	grammar = append(grammar, syntax{format, regexp.MustCompile(re.String()), build})
+}
+
+func num(v string) int {
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+func dur(v string) (time.Duration, error) { return time.ParseDuration(v) }
+
+func init() {
+	plain := func(format string, f func(s string) Op) {
+		rule(format, func(s string, _ []string) (Op, error) { return f(s), nil })
+	}
+	rule(fmtEnqueue, func(s string, v []string) (Op, error) { return Enqueue{S: s, N: num(v[0])}, nil })
+	plain(fmtClaim, func(s string) Op { return Claim{S: s} })
+	rule(fmtClaimLease, func(s string, v []string) (Op, error) {
+		d, err := dur(v[0])
+		return Claim{S: s, Lease: d}, err
+	})
+	plain(fmtComplete, func(s string) Op { return Complete{S: s} })
+	rule(fmtCompleteBack, func(s string, v []string) (Op, error) { return Complete{S: s, Back: num(v[0])}, nil })
+	rule(fmtExpire, func(s string, v []string) (Op, error) { return Expire{S: s, Job: int64(num(v[0]))}, nil })
+	plain(fmtExpireClaim, func(s string) Op { return ExpireClaim{S: s} })
+	rule(fmtExpireClaimBack, func(s string, v []string) (Op, error) { return ExpireClaim{S: s, Back: num(v[0])}, nil })
+	plain(fmtPause, func(s string) Op { return Pause{W: s} })
+	plain(fmtSnapshot, func(s string) Op { return Snapshot{S: s} })
+	plain(fmtBegin, func(s string) Op { return Begin{S: s} })
+	rule(fmtLock, func(s string, v []string) (Op, error) { return Lock{S: s, Job: int64(num(v[0]))}, nil })
+	plain(fmtCommit, func(s string) Op { return Commit{S: s} })
+	plain(fmtRollback, func(s string) Op { return Rollback{S: s} })
+	plain(fmtCancel, func(s string) Op { return Cancel{S: s} })
+	plain(fmtTerminate, func(s string) Op { return Terminate{S: s} })
+	plain(fmtCrash, func(s string) Op { return Crash{W: s} })
+	plain(fmtDrain, func(s string) Op { return Drain{S: s} })
+	plain(fmtOverslept, func(s string) Op { return Overslept{W: s} })
+	rule(fmtReplaced, func(s string, v []string) (Op, error) {
+		if v[1] != s {
+			return nil, fmt.Errorf("the worker that pauses (%s) must be the one that completes (%s)", s, v[1])
+		}
+		return Replaced{W: s, By: v[0]}, nil
+	})
+	short := func(late bool) func(s string, v []string) (Op, error) {
+		return func(s string, v []string) (Op, error) { return ShortLease{W: s, Late: late}, nil }
+	}
+	rule(fmtShortEarly, short(false))
+	rule(fmtShortLate, short(true))
+	rule("begin; claim; commit", func(s string, _ []string) (Op, error) { return ClaimTxn{S: s, Commit: true}, nil })
+	rule("begin; claim; rollback", func(s string, _ []string) (Op, error) { return ClaimTxn{S: s}, nil })
+	rule("begin; claim; complete it; commit", func(s string, _ []string) (Op, error) {
+		return ClaimTxn{S: s, Complete: true, Commit: true}, nil
+	})
+	rule("begin; claim; complete it; rollback", func(s string, _ []string) (Op, error) { return ClaimTxn{S: s, Complete: true}, nil })
+	rule("begin; lock job %d; commit", func(s string, v []string) (Op, error) {
+		return LockTxn{S: s, Job: int64(num(v[0])), Commit: true}, nil
+	})
+	rule("begin; lock job %d; rollback", func(s string, v []string) (Op, error) { return LockTxn{S: s, Job: int64(num(v[0]))}, nil })
+}
+
+var sessionWord = regexp.MustCompile(`^([a-z]+\d+) (.+)$`)
 
 // ParseOp reads one operation as String prints it.
 func ParseOp(line string) (Op, error) {
-	line = strings.TrimSpace(line)
-	for _, s := range opSyntax {
-		m := s.re.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		var n []int
-		for _, d := range m[1:] {
-			v, err := strconv.Atoi(d)
+	line = strings.Join(strings.Fields(line), " ")
+	bodies := []struct{ s, body string }{{"", line}}
+	if m := sessionWord.FindStringSubmatch(line); m != nil {
+		bodies = append([]struct{ s, body string }{{m[1], m[2]}}, bodies...)
+	}
+	for _, b := range bodies {
+		for _, g := range grammar {
+			m := g.re.FindStringSubmatch(b.body)
+			if m == nil {
+				continue
+			}
+			op, err := g.build(b.s, m[1:])
 			if err != nil {
 				return nil, fmt.Errorf("%q: %v", line, err)
 			}
-			n = append(n, v)
+			// Every operation reads back from exactly what it prints; a line that means the
+			// same but prints otherwise (a short lease of another length) is not one.
+			if got := op.String(); got != line {
+				return nil, fmt.Errorf("%q is not an operation this suite prints (did you mean %q?)", line, got)
+			}
+			return op, nil
 		}
-		return s.build(n), nil
 	}
-	return nil, fmt.Errorf("%q is not an operation (expected e.g. \"enqueue 2\", \"w0 claim\", \"w1 complete newest-1\", \"expire job 3\", \"locker0 lock job 1\", \"locker0 cancel\")", line)
+	return nil, fmt.Errorf("%q is not an operation (expected e.g. \"enqueue 2\", \"w0 claim\", \"w1 complete newest-1\", \"expire job 3\", \"s1 begin\", \"locker0 lock job 1\", \"s2 commit\", \"locker0 cancel\")", line)
 }
 
 // Program is a saved program: its operations and its header.
 type Program struct {
 	Header map[string]string
 	Ops    []Op
+}
+
+// Header keys.
+const (
+	HeaderMode     = "mode"
+	HeaderSessions = "sessions" // scheduled programs: how many sessions
+	HeaderQueue    = "queue"    // the queue it was found on: information, not its target
+	HeaderVerdict  = "verdict"
+	HeaderMutant   = "mutant" // a mutant's corpus entry: the mutant it must keep catching
+	HeaderBug      = "bug"
+)
+
+// Mode is the program's mode (sequential unless its header says otherwise).
+func (p *Program) Mode() Mode {
+	if m := Mode(p.Header[HeaderMode]); m != "" {
+		return m
+	}
+	return Sequential
 }
 
 // Parse reads a program file.
@@ -83,7 +185,25 @@ func Parse(text string) (*Program, error) {
 		}
 		p.Ops = append(p.Ops, op)
 	}
+	switch p.Mode() {
+	case Sequential, Scheduled:
+	default:
+		return nil, fmt.Errorf("mode %q: a program is sequential or scheduled", p.Header[HeaderMode])
+	}
 	return p, sc.Err()
+}
+
+// ReadFile reads a program file.
+func ReadFile(path string) (*Program, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Parse(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return p, nil
 }
 
 // Format writes a program file: the header (sorted keys), then one operation per line.
@@ -93,10 +213,17 @@ func (p *Program) Format() string {
 	for k := range p.Header {
 		keys = append(keys, k)
 	}
-	sortStrings(keys)
+	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(&b, "# %s: %s\n", k, p.Header[k])
+		fmt.Fprintf(&b, "# %s: %s\n", k, OneLine(p.Header[k]))
 	}
+	b.WriteString(p.Body())
+	return b.String()
+}
+
+// Body is the program's operations, one per line.
+func (p *Program) Body() string {
+	var b strings.Builder
 	for _, op := range p.Ops {
 		b.WriteString(op.String() + "\n")
 	}
@@ -107,29 +234,27 @@ func (p *Program) Format() string {
 // every program in testdata/programs/*/.
 var FoundDir = filepath.Join("testdata", "programs", "found")
 
+// SafeName turns a name into something safe in a file name.
+func SafeName(name string) string {
+	return strings.Trim(unsafeName.ReplaceAllString(name, "_"), "_")
+}
+
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
-// Save writes the finding's program into dir as <name>-<time>.ops, unless a program with the
-// same operations is already there (a replayed failure is not a new one): then it returns that
-// file's path and fresh=false.
-func Save(dir, name string, f *Finding, header map[string]string) (path string, fresh bool, err error) {
-	ops := (&Program{Ops: f.Ops}).Format()
+// Save writes a program into dir as <name>-<hash of its operations>.ops, unless a program with
+// the same mode and operations is already there (a replayed failure is not a new one): then it
+// returns that file's path and fresh=false.
+func Save(dir, name string, p *Program) (path string, fresh bool, err error) {
+	key := string(p.Mode()) + "\n" + p.Body()
 	old, _ := filepath.Glob(filepath.Join(dir, "*.ops"))
 	for _, o := range old {
-		b, err := os.ReadFile(o)
-		if err != nil {
-			continue
-		}
-		if p, err := Parse(string(b)); err == nil && (&Program{Ops: p.Ops}).Format() == ops {
+		if q, err := ReadFile(o); err == nil && string(q.Mode())+"\n"+q.Body() == key {
 			return o, false, nil
 		}
 	}
-	base := strings.Trim(unsafeName.ReplaceAllString(name, "_"), "_") + "-" + time.Now().UTC().Format("20060102T150405")
-	path = filepath.Join(dir, base+".ops")
-	for i := 2; fileExists(path); i++ {
-		path = filepath.Join(dir, fmt.Sprintf("%s-%d.ops", base, i))
-	}
-	return path, true, f.Program(header).WriteFile(path)
+	sum := sha256.Sum256([]byte(key))
+	path = filepath.Join(dir, SafeName(name)+"-"+hex.EncodeToString(sum[:5])+".ops")
+	return path, true, p.WriteFile(path)
 }
 
 // WriteFile saves the program as path, creating its folder.
@@ -138,9 +263,4 @@ func (p *Program) WriteFile(path string) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(p.Format()), 0o644)
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

@@ -2,26 +2,60 @@ package program
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
+
+// examples holds at least one operation for every line the grammar reads.
+var examples = []Op{
+	Enqueue{N: 3}, Enqueue{S: "s1", N: 1}, Claim{S: "w1"}, Claim{S: "s0", Lease: 1500 * time.Millisecond},
+	Complete{S: "w2"}, Complete{S: "w0", Back: 2}, Expire{Job: 7}, Expire{S: "s2", Job: 3},
+	ExpireClaim{S: "s1"}, ExpireClaim{S: "s0", Back: 2}, Pause{W: "w1"}, Snapshot{}, Snapshot{S: "s2"},
+	Begin{S: "s1"}, Lock{S: "locker1", Job: 4}, Commit{S: "locker0"}, Rollback{S: "s2"},
+	Cancel{S: "locker0"}, Terminate{S: "s1"}, Crash{W: "w0"}, Drain{S: "w2"},
+	Overslept{W: "w2"}, Replaced{W: "w0", By: "w2"}, ShortLease{W: "w1"}, ShortLease{W: "w0", Late: true},
+	ClaimTxn{S: "s1"}, ClaimTxn{S: "s1", Commit: true}, ClaimTxn{S: "s2", Complete: true}, ClaimTxn{S: "s0", Complete: true, Commit: true},
+	LockTxn{S: "s1", Job: 2}, LockTxn{S: "s2", Job: 1, Commit: true},
+}
 
 // Every operation must read back from the line it prints: saved programs are those lines.
 func TestOpsRoundTrip(t *testing.T) {
-	ops := []Op{
-		Enqueue{N: 3}, Claim{W: 1}, Complete{W: 2}, Complete{W: 0, Back: 2}, Pause{W: 1}, Overslept{W: 2}, Replaced{W: 0, By: 2},
-		Expire{Job: 7}, Lock{L: 1, Job: 4}, Release{L: 0, How: Commit}, Release{L: 1, How: Rollback},
-		Release{L: 0, How: Cancel}, Release{L: 1, How: Terminate}, Crash{W: 0}, Drain{W: 2},
-		ShortLease{W: 1}, ShortLease{W: 0, Late: true},
-	}
-	p := &Program{Header: map[string]string{"verdict": "property 1 (fencing): x"}, Ops: ops}
+	p := &Program{Header: map[string]string{"verdict": "property 1 (fencing): x", HeaderMode: string(Scheduled)}, Ops: examples}
 	got, err := Parse(p.Format())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got.Ops, ops) || got.Header["verdict"] != p.Header["verdict"] {
+	if !reflect.DeepEqual(got.Ops, examples) || got.Header["verdict"] != p.Header["verdict"] || got.Mode() != Scheduled {
 		t.Fatalf("round trip changed the program:\n%s\nvs\n%s", p.Format(), got.Format())
 	}
-	if _, err := ParseOp("w0 fly"); err == nil {
-		t.Fatal("an unknown operation parsed")
+	// Every rule of the grammar is exercised by some example, so none can drift unseen.
+	for _, g := range grammar {
+		seen := false
+		for _, op := range examples {
+			line := op.String()
+			if m := sessionWord.FindStringSubmatch(line); m != nil && g.re.MatchString(m[2]) || g.re.MatchString(line) {
+				seen = true
+			}
+		}
+		if !seen {
+			t.Errorf("no example prints as %q", g.format)
+		}
+	}
+}
+
+// A line that is not exactly what an operation prints is refused, with what it may have meant.
+func TestParseRefuses(t *testing.T) {
+	for _, line := range []string{"w0 fly", "w0 claim 2s lease, complete at once", "w0 pause past lease, w1 claim, w2 complete"} {
+		if op, err := ParseOp(line); err == nil {
+			t.Errorf("%q parsed as %v", line, op)
+		}
+	}
+	_, err := ParseOp("w0 claim 2s lease, complete at once")
+	if err == nil || !strings.Contains(err.Error(), ShortLease{W: "w0"}.String()) {
+		t.Errorf("the error does not say what the suite prints: %v", err)
+	}
+	if _, err := Parse("# mode: chaotic\nw0 claim\n"); err == nil {
+		t.Error("an unknown mode parsed")
 	}
 }

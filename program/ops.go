@@ -2,399 +2,537 @@ package program
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"pgqcheck/model"
-	"pgqcheck/sut"
 )
 
-// Op is one step of a program. String prints it the way a failure report shows it; Applicable
-// says whether it makes sense in the current state (it is skipped otherwise, so that programs
-// from random bytes or shrinking stay meaningful); Run performs it on the queue and the model
-// and returns the queue's answer in words.
+// Op is one operation of a program, in every mode. It prints itself (String, exactly what
+// Parse reads back), says whether it applies now (otherwise it is skipped, so that programs
+// from random bytes, shrinking or reduction stay meaningful), and comes in three shapes:
+//
+//   - a Step issues statements on one session (Stmts, resolved against the world when it runs);
+//   - a Compound is a fixed sequence of other operations, each checked and traced alone;
+//   - a Procedure chooses its next step from the answers before (drain, a short lease).
+//
+// A concurrent program is the same operations bound to sessions ("s1 claim", "s2 complete
+// newest", "s1 commit"); the session is part of the operation, as it is of what it prints.
 type Op interface {
 	String() string
-	Applicable(e *Env) bool
-	Run(ctx context.Context, e *Env) (answer string, err error)
+	Applicable(w *World) bool
 }
 
-// Enqueue adds N jobs.
-type Enqueue struct{ N int }
-
-func (o Enqueue) String() string         { return fmt.Sprintf("enqueue %d", o.N) }
-func (o Enqueue) Applicable(e *Env) bool { return o.N > 0 }
-func (o Enqueue) Run(ctx context.Context, e *Env) (string, error) {
-	var ids []string
-	for i := 0; i < o.N; i++ {
-		id, err := e.Reader.Enqueue(ctx, e.Payload())
-		if err != nil {
-			return strings.Join(ids, " "), queueErr(err)
-		}
-		ids = append(ids, fmt.Sprint(id))
-		e.step.enqueued++
-		if err := e.Model.Enqueue(id); err != nil {
-			return strings.Join(ids, " "), err
-		}
-	}
-	return "ids " + strings.Join(ids, " "), nil
-}
-
-// Claim: worker W claims with a lease that outlives the run.
-type Claim struct{ W int }
-
-func (o Claim) String() string         { return fmt.Sprintf("w%d claim", o.W) }
-func (o Claim) Applicable(e *Env) bool { return o.W < len(e.Workers) }
-func (o Claim) Run(ctx context.Context, e *Env) (string, error) {
-	return claim(ctx, e, e.Workers[o.W], LongLease)
-}
-
-func claim(ctx context.Context, e *Env, w *Worker, lease time.Duration) (string, error) {
-	id, gen, ok, err := w.S.Claim(ctx, lease)
-	if err != nil {
-		var se *sut.StatementError
-		if errors.As(err, &se) && se.LockWait() {
-			return "waited for a lock", model.Violate(model.PSkipLocked, "claim waited for a row lock another session holds instead of skipping the row (lock_timeout, SQLSTATE 55P03)")
-		}
-		return "error", queueErr(err)
-	}
-	answer := "none"
-	if ok {
-		answer = Token{id, gen}.String()
-		e.step.claims++
-	} else {
-		e.step.empty++
-	}
-	if err := e.Model.Claim(e.Now, lease, ok, id, gen); err != nil {
-		return answer, err
-	}
-	if ok {
-		w.Tokens = append(w.Tokens, Token{id, gen})
-	}
-	return answer, nil
-}
-
-// Complete: worker W presents one of its tokens: Back=0 its newest, 1 the one before, and so on.
-// An old token is a paused worker's: its job may since have been reclaimed or completed.
-type Complete struct{ W, Back int }
-
-func (o Complete) String() string {
-	if o.Back == 0 {
-		return fmt.Sprintf("w%d complete newest", o.W)
-	}
-	return fmt.Sprintf("w%d complete newest-%d", o.W, o.Back)
-}
-
-func (o Complete) token(e *Env) (Token, bool) {
-	if o.W >= len(e.Workers) {
-		return Token{}, false
-	}
-	ts := e.Workers[o.W].Tokens
-	if o.Back >= len(ts) {
-		return Token{}, false
-	}
-	return ts[len(ts)-1-o.Back], true
-}
-
-func (o Complete) Applicable(e *Env) bool {
-	t, ok := o.token(e)
-	return ok && !e.locked(t.ID)
-}
-
-func (o Complete) Run(ctx context.Context, e *Env) (string, error) {
-	t, _ := o.token(e)
-	return complete(ctx, e, e.Workers[o.W], t)
-}
-
-func complete(ctx context.Context, e *Env, w *Worker, t Token) (string, error) {
-	n, err := w.S.Complete(ctx, t.ID, t.Gen)
-	if err != nil {
-		return "error", queueErr(err)
-	}
-	answer := fmt.Sprintf("%s: %d row", t, n)
-	if n != 1 {
-		answer += "s"
-	}
-	if n == 0 {
-		e.step.refused++
-	} else {
-		e.step.accepted++
-	}
-	return answer, e.Model.Complete(e.Now, t.ID, t.Gen, n)
-}
-
-// Expire moves a job's lease into the past (the seed's test hook).
-type Expire struct{ Job int64 }
-
-func (o Expire) String() string { return fmt.Sprintf("expire job %d", o.Job) }
-func (o Expire) Applicable(e *Env) bool {
-	_, ok := e.Model.Job(o.Job)
-	return ok && !e.locked(o.Job)
-}
-func (o Expire) Run(ctx context.Context, e *Env) (string, error) {
-	if err := e.Reader.Expire(ctx, o.Job); err != nil {
-		return "error", queueErr(err)
-	}
-	e.Model.Expire(e.Now, o.Job)
-	return "", nil
-}
-
-// Pause: worker W stops past its lease (the seed's hard case). Its newest job's lease is
-// expired, so another worker may reclaim it while W still holds the old token.
-type Pause struct{ W int }
-
-func (o Pause) String() string { return fmt.Sprintf("w%d pause past lease", o.W) }
-func (o Pause) job(e *Env) (int64, bool) {
-	if o.W >= len(e.Workers) || len(e.Workers[o.W].Tokens) == 0 {
-		return 0, false
-	}
-	ts := e.Workers[o.W].Tokens
-	return ts[len(ts)-1].ID, true
-}
-func (o Pause) Applicable(e *Env) bool {
-	id, ok := o.job(e)
-	return ok && Expire{Job: id}.Applicable(e)
-}
-func (o Pause) Run(ctx context.Context, e *Env) (string, error) {
-	id, _ := o.job(e)
-	a, err := Expire{Job: id}.Run(ctx, e)
-	if a == "" {
-		a = fmt.Sprintf("job %d's lease expired", id)
-	}
-	return a, err
+// Step is an operation that issues statements on one session. Every statement but the last
+// must not wait for a row lock (begin, enqueue): a scheduler issues the last one and moves on.
+type Step interface {
+	Op
+	On() string            // the session ("": the world's default)
+	Stmts(w *World) []Stmt // the statements, references resolved now
 }
 
 // Compound is an operation made of simpler ones in a fixed order. It exists to make a scenario
-// likely in random programs; Env.Step runs, checks and traces its parts one by one.
+// likely in random programs; runners run, check and trace its parts one by one.
 type Compound interface {
 	Op
 	Parts() []Op
 }
 
-// runParts runs a compound's parts in order, joining their answers.
-func runParts(ctx context.Context, e *Env, c Compound) (string, error) {
-	var answers []string
-	for _, op := range c.Parts() {
-		a, err := op.Run(ctx, e)
-		if a != "" {
-			answers = append(answers, a)
-		}
-		if err != nil {
-			return strings.Join(answers, "; "), err
-		}
+// Procedure is an operation that runs its own steps through a runner, choosing each from the
+// answers before.
+type Procedure interface {
+	Op
+	Run(ctx context.Context, r Runner) error
+}
+
+// Runner is what a procedure runs its steps on: the sequential environment (each step checked
+// by the model) or a scheduler (each step recorded in the history).
+type Runner interface {
+	World() *World
+	// Do runs one step to its end and returns its statements' results.
+	Do(ctx context.Context, s Step) ([]Result, error)
+	// Sleep lets real time pass, as the model's clock sees it too.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Fault is something the harness does to a session from outside: cancel its statement, end its
+// backend. Runners carry it out; it issues no statement of its own.
+type Fault interface {
+	Step
+	fault() FaultKind
+}
+
+// FaultKind is the fault a Fault injects.
+type FaultKind string
+
+const (
+	FaultCancel    FaultKind = "cancel"    // pg_cancel_backend
+	FaultTerminate FaultKind = "terminate" // pg_terminate_backend
+)
+
+// Lease lengths and pauses. The long lease outlives any run, so only expire and the short-lease
+// operation end leases. The short lease and its pauses keep wide margins (the early completion
+// lands within a few milliseconds of a 1 s lease; the late one 500 ms after it ran out), so the
+// outcome never depends on scheduling noise and a run stays deterministic for shrinking.
+const (
+	LongLease     = time.Hour
+	ShortLeaseLen = time.Second
+	LatePause     = ShortLeaseLen + 500*time.Millisecond
+	// EarlyBudget is how long an early completion may take after its claim before the run
+	// reports timing noise rather than a verdict.
+	EarlyBudget = ShortLeaseLen / 2
+)
+
+// The formats every operation prints with and parses from (syntax.go builds the parser from
+// these same strings, so the two cannot drift apart). %s is a session, %d a number, %v a
+// duration; the session an operation runs on is printed before it.
+const (
+	fmtEnqueue         = "enqueue %d"
+	fmtClaim           = "claim"
+	fmtClaimLease      = "claim lease %v"
+	fmtComplete        = "complete newest"
+	fmtCompleteBack    = "complete newest-%d"
+	fmtExpire          = "expire job %d"
+	fmtExpireClaim     = "expire newest claim"
+	fmtExpireClaimBack = "expire newest claim-%d"
+	fmtPause           = "pause past lease"
+	fmtSnapshot        = "snapshot"
+	fmtBegin           = "begin"
+	fmtLock            = "lock job %d"
+	fmtCommit          = "commit"
+	fmtRollback        = "rollback"
+	fmtCancel          = "cancel"
+	fmtTerminate       = "terminate"
+	fmtCrash           = "crash"
+	fmtDrain           = "drain"
+	fmtOverslept       = "pause past lease, then complete"
+	fmtReplaced        = "pause past lease, %s claim, %s complete"
+	fmtShortEarly      = "claim %v lease, complete at once"
+	fmtShortLate       = "claim %v lease, pause %v, complete"
+)
+
+func on(s string) string {
+	if s == "" {
+		return ""
 	}
-	return strings.Join(answers, "; "), nil
+	return s + " "
+}
+
+// session resolves the session an operation runs on; nil when there is none.
+func session(w *World, name string) *Session { return w.Session(name) }
+
+// idle reports whether a session exists and may issue a statement now.
+func idle(w *World, name string) (*Session, bool) {
+	s := session(w, name)
+	return s, s != nil && !s.Busy
+}
+
+// outsideTxnWork: in a world where only row locks live in transactions, queue statements
+// run outside them.
+func outsideTxnWork(w *World, s *Session) bool { return !w.NoTxnWork || !s.InTxn }
+
+// Enqueue adds N jobs.
+type Enqueue struct {
+	S string
+	N int
+}
+
+func (o Enqueue) String() string { return on(o.S) + fmt.Sprintf(fmtEnqueue, o.N) }
+func (o Enqueue) On() string     { return o.S }
+func (o Enqueue) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && o.N > 0 && outsideTxnWork(w, s)
+}
+func (o Enqueue) Stmts(w *World) []Stmt {
+	out := make([]Stmt, o.N)
+	for i := range out {
+		out[i] = Stmt{Kind: KEnqueue, Payload: w.Payload()}
+	}
+	return out
+}
+
+// Claim asks for a job with a lease (0: the world's long lease).
+type Claim struct {
+	S     string
+	Lease time.Duration
+}
+
+func (o Claim) String() string {
+	if o.Lease == 0 {
+		return on(o.S) + fmtClaim
+	}
+	return on(o.S) + fmt.Sprintf(fmtClaimLease, o.Lease)
+}
+func (o Claim) On() string { return o.S }
+func (o Claim) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && outsideTxnWork(w, s)
+}
+func (o Claim) Stmts(w *World) []Stmt {
+	lease := o.Lease
+	if lease == 0 {
+		lease = w.Lease
+	}
+	return []Stmt{{Kind: KClaim, Lease: lease}}
+}
+
+// Complete presents one of the session's tokens: Back=0 its newest, 1 the one before, and so
+// on. An old token is a paused worker's: its job may since have been reclaimed or completed.
+type Complete struct {
+	S    string
+	Back int
+}
+
+func (o Complete) String() string {
+	if o.Back == 0 {
+		return on(o.S) + fmtComplete
+	}
+	return on(o.S) + fmt.Sprintf(fmtCompleteBack, o.Back)
+}
+func (o Complete) On() string { return o.S }
+func (o Complete) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	if !ok || !outsideTxnWork(w, s) {
+		return false
+	}
+	t, ok := s.newest(o.Back)
+	return ok && w.free(s, t.ID)
+}
+func (o Complete) Stmts(w *World) []Stmt {
+	t, _ := session(w, o.S).newest(o.Back)
+	return []Stmt{{Kind: KComplete, Job: t.ID, Gen: t.Gen}}
+}
+
+// completeClaimed is a claim transaction's own completion: it applies only when that
+// transaction's claim returned a job, and prints as the completion of the newest token, which
+// is what it presents.
+type completeClaimed struct{ S string }
+
+func (o completeClaimed) String() string { return Complete{S: o.S}.String() }
+func (o completeClaimed) On() string     { return o.S }
+func (o completeClaimed) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && s.InTxn && s.Claimed && !s.Aborted && (Complete{S: o.S}).Applicable(w)
+}
+func (o completeClaimed) Stmts(w *World) []Stmt { return Complete{S: o.S}.Stmts(w) }
+
+// Expire moves a job's lease into the past (the seed's test hook).
+type Expire struct {
+	S   string
+	Job int64
+}
+
+func (o Expire) String() string { return on(o.S) + fmt.Sprintf(fmtExpire, o.Job) }
+func (o Expire) On() string     { return o.S }
+func (o Expire) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && outsideTxnWork(w, s) && w.Known(o.Job) && w.free(s, o.Job)
+}
+func (o Expire) Stmts(w *World) []Stmt { return []Stmt{{Kind: KExpire, Job: o.Job}} }
+
+// ExpireClaim ends the lease of the job of the newest claim any session made (Back=0), or of an
+// earlier one: a lease worth ending, whatever ids the queue hands out.
+type ExpireClaim struct {
+	S    string
+	Back int
+}
+
+func (o ExpireClaim) String() string {
+	if o.Back == 0 {
+		return on(o.S) + fmtExpireClaim
+	}
+	return on(o.S) + fmt.Sprintf(fmtExpireClaimBack, o.Back)
+}
+func (o ExpireClaim) On() string { return o.S }
+func (o ExpireClaim) job(w *World) (int64, bool) {
+	if o.Back < 0 || o.Back >= len(w.Claims) {
+		return 0, false
+	}
+	return w.Claims[len(w.Claims)-1-o.Back].ID, true
+}
+func (o ExpireClaim) Applicable(w *World) bool {
+	id, ok := o.job(w)
+	return ok && Expire{S: o.S, Job: id}.Applicable(w)
+}
+func (o ExpireClaim) Stmts(w *World) []Stmt {
+	id, _ := o.job(w)
+	return []Stmt{{Kind: KExpire, Job: id}}
+}
+
+// Pause: worker W stops past its lease (the seed's hard case). Its newest job's lease is
+// expired, so another worker may reclaim it while W still holds the old token.
+type Pause struct{ W string }
+
+func (o Pause) String() string { return on(o.W) + fmtPause }
+func (o Pause) On() string     { return "" } // the expiry is the test hook's, run by the default session
+func (o Pause) job(w *World) (int64, bool) {
+	s := session(w, o.W)
+	if s == nil {
+		return 0, false
+	}
+	t, ok := s.newest(0)
+	return t.ID, ok
+}
+func (o Pause) Applicable(w *World) bool {
+	id, ok := o.job(w)
+	return ok && Expire{Job: id}.Applicable(w)
+}
+func (o Pause) Stmts(w *World) []Stmt {
+	id, _ := o.job(w)
+	return []Stmt{{Kind: KExpire, Job: id}}
+}
+
+// Snapshot reads every job's row.
+type Snapshot struct{ S string }
+
+func (o Snapshot) String() string { return on(o.S) + fmtSnapshot }
+func (o Snapshot) On() string     { return o.S }
+func (o Snapshot) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && outsideTxnWork(w, s)
+}
+func (o Snapshot) Stmts(w *World) []Stmt { return []Stmt{{Kind: KSnapshot}} }
+
+// Begin opens a transaction.
+type Begin struct{ S string }
+
+func (o Begin) String() string { return on(o.S) + fmtBegin }
+func (o Begin) On() string     { return o.S }
+func (o Begin) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && !s.InTxn && !w.NoTxnWork
+}
+func (o Begin) Stmts(w *World) []Stmt { return []Stmt{{Kind: KBegin}} }
+
+// Lock row-locks a job in the session's transaction, opening one when none is open, as the
+// seed's manual-locker does.
+type Lock struct {
+	S   string
+	Job int64
+}
+
+func (o Lock) String() string { return on(o.S) + fmt.Sprintf(fmtLock, o.Job) }
+func (o Lock) On() string     { return o.S }
+func (o Lock) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	if !ok || !w.CanLock || !w.Known(o.Job) || s.Aborted {
+		return false
+	}
+	if w.NoWaits {
+		// A sequential locker holds one row, of a job nobody else holds.
+		return len(s.Locks) == 0 && w.LockedBy(o.Job) == nil
+	}
+	return true
+}
+func (o Lock) Stmts(w *World) []Stmt {
+	lock := Stmt{Kind: KLock, Job: o.Job}
+	if session(w, o.S).InTxn {
+		return []Stmt{lock}
+	}
+	return []Stmt{{Kind: KBegin}, lock}
+}
+
+// Commit and Rollback end the session's transaction.
+type Commit struct{ S string }
+
+func (o Commit) String() string { return on(o.S) + fmtCommit }
+func (o Commit) On() string     { return o.S }
+func (o Commit) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && s.InTxn
+}
+func (o Commit) Stmts(w *World) []Stmt { return []Stmt{{Kind: KCommit}} }
+
+type Rollback struct{ S string }
+
+func (o Rollback) String() string { return on(o.S) + fmtRollback }
+func (o Rollback) On() string     { return o.S }
+func (o Rollback) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && s.InTxn
+}
+func (o Rollback) Stmts(w *World) []Stmt { return []Stmt{{Kind: KRollback}} }
+
+// Cancel cancels the session's statement (pg_cancel_backend). A session idle in its transaction
+// is first parked in pg_sleep, so that there is a statement to cancel, and then rolls back: the
+// seed's "cancellation while the candidate is locked".
+type Cancel struct{ S string }
+
+func (o Cancel) String() string { return on(o.S) + fmtCancel }
+func (o Cancel) On() string     { return o.S }
+func (o Cancel) Applicable(w *World) bool {
+	s := session(w, o.S)
+	return s != nil && (s.Busy || s.InTxn)
+}
+func (o Cancel) Stmts(w *World) []Stmt { return nil }
+func (o Cancel) fault() FaultKind      { return FaultCancel }
+
+// Terminate ends the session's backend (pg_terminate_backend); the session comes back as a
+// new connection. Its transaction, if any, never committed.
+type Terminate struct{ S string }
+
+func (o Terminate) String() string { return on(o.S) + fmtTerminate }
+func (o Terminate) On() string     { return o.S }
+func (o Terminate) Applicable(w *World) bool {
+	s := session(w, o.S)
+	return s != nil && (s.Busy || s.InTxn)
+}
+func (o Terminate) Stmts(w *World) []Stmt { return nil }
+func (o Terminate) fault() FaultKind      { return FaultTerminate }
+
+// Crash: worker W dies and forgets every token it held; its jobs wait for their leases.
+type Crash struct{ W string }
+
+func (o Crash) String() string { return on(o.W) + fmtCrash }
+func (o Crash) On() string     { return o.W }
+func (o Crash) Applicable(w *World) bool {
+	s, ok := idle(w, o.W)
+	return ok && len(s.Tokens) > 0
+}
+func (o Crash) Stmts(w *World) []Stmt {
+	session(w, o.W).Tokens = nil
+	return nil
 }
 
 // Overslept: worker W pauses past its lease and, before anyone reclaims the job, resumes and
 // completes it: the completion must be refused (the lease ran out).
-type Overslept struct{ W int }
+type Overslept struct{ W string }
 
-func (o Overslept) String() string         { return fmt.Sprintf("w%d pause past lease, then complete", o.W) }
-func (o Overslept) Parts() []Op            { return []Op{Pause{W: o.W}, Complete{W: o.W}} }
-func (o Overslept) Applicable(e *Env) bool { return Pause{W: o.W}.Applicable(e) }
-func (o Overslept) Run(ctx context.Context, e *Env) (string, error) {
-	return runParts(ctx, e, o)
-}
+func (o Overslept) String() string           { return on(o.W) + fmtOverslept }
+func (o Overslept) Parts() []Op              { return []Op{Pause{W: o.W}, Complete{S: o.W}} }
+func (o Overslept) Applicable(w *World) bool { return Pause{W: o.W}.Applicable(w) }
 
 // Replaced is the seed's hard case: worker W pauses past its lease, worker By claims (and so
 // reclaims W's job when it is next in line), then W resumes and completes with its old
 // generation: a fenced queue refuses it.
-type Replaced struct{ W, By int }
+type Replaced struct{ W, By string }
 
-func (o Replaced) String() string {
-	return fmt.Sprintf("w%d pause past lease, w%d claim, w%d complete", o.W, o.By, o.W)
-}
-func (o Replaced) Parts() []Op { return []Op{Pause{W: o.W}, Claim{W: o.By}, Complete{W: o.W}} }
-func (o Replaced) Applicable(e *Env) bool {
-	return o.By != o.W && o.By < len(e.Workers) && Pause{W: o.W}.Applicable(e)
-}
-func (o Replaced) Run(ctx context.Context, e *Env) (string, error) {
-	return runParts(ctx, e, o)
+func (o Replaced) String() string { return on(o.W) + fmt.Sprintf(fmtReplaced, o.By, o.W) }
+func (o Replaced) Parts() []Op    { return []Op{Pause{W: o.W}, Claim{S: o.By}, Complete{S: o.W}} }
+func (o Replaced) Applicable(w *World) bool {
+	return o.By != o.W && session(w, o.By) != nil && Pause{W: o.W}.Applicable(w)
 }
 
-// Lock: locker L opens a transaction and row-locks a job, as the seed's manual-locker does.
-type Lock struct {
-	L   int
-	Job int64
+// ClaimTxn claims inside a transaction, completes the claimed job in it when asked, and ends it.
+type ClaimTxn struct {
+	S                string
+	Complete, Commit bool
 }
 
-func (o Lock) String() string { return fmt.Sprintf("locker%d lock job %d", o.L, o.Job) }
-func (o Lock) Applicable(e *Env) bool {
-	_, ok := e.Model.Job(o.Job)
-	return e.CanLock() && o.L < len(e.Lockers) && e.Lockers[o.L].Job == 0 && ok && !e.locked(o.Job)
-}
-func (o Lock) Run(ctx context.Context, e *Env) (string, error) {
-	l := e.Lockers[o.L]
-	if err := l.S.Begin(ctx); err != nil {
-		return "error", &HarnessError{err}
+func (o ClaimTxn) String() string {
+	s := "begin; claim; "
+	if o.Complete {
+		s += "complete it; "
 	}
-	if err := l.S.Lock(ctx, o.Job); err != nil {
-		_ = l.S.Rollback(ctx)
-		return "error", queueErr(err)
+	if o.Commit {
+		return on(o.S) + s + "commit"
 	}
-	l.Job = o.Job
-	e.Model.Lock(o.Job)
-	return "", nil
+	return on(o.S) + s + "rollback"
 }
-
-// How a locker's transaction ends.
-type How int
-
-const (
-	Commit How = iota
-	Rollback
-	Cancel    // pg_cancel_backend while it sleeps in pg_sleep; the client then rolls back
-	Terminate // pg_terminate_backend; the lock goes when the backend exits
-)
-
-var howNames = [...]string{"commit", "rollback", "cancel", "terminate"}
-
-func (h How) String() string { return howNames[h] }
-
-// Release ends locker L's transaction.
-type Release struct {
-	L   int
-	How How
-}
-
-func (o Release) String() string { return fmt.Sprintf("locker%d %s", o.L, o.How) }
-func (o Release) Applicable(e *Env) bool {
-	return o.L < len(e.Lockers) && e.Lockers[o.L].Job != 0 && o.How <= Terminate
-}
-func (o Release) Run(ctx context.Context, e *Env) (string, error) {
-	l := e.Lockers[o.L]
-	if err := release(ctx, e.In, l, o.How); err != nil {
-		return "error", &HarnessError{err}
+func (o ClaimTxn) Parts() []Op {
+	parts := []Op{Begin{S: o.S}, Claim{S: o.S}}
+	if o.Complete {
+		parts = append(parts, completeClaimed{S: o.S})
 	}
-	e.Model.Unlock(l.Job)
-	l.Job = 0
-	if o.How == Terminate {
-		s, err := e.connect(ctx, fmt.Sprintf("locker%d", o.L))
+	if o.Commit {
+		return append(parts, Commit{S: o.S})
+	}
+	return append(parts, Rollback{S: o.S})
+}
+func (o ClaimTxn) Applicable(w *World) bool { return Begin{S: o.S}.Applicable(w) }
+
+// LockTxn holds a job's row lock in a transaction, as the seed's manual-locker does, and ends it.
+type LockTxn struct {
+	S      string
+	Job    int64
+	Commit bool
+}
+
+func (o LockTxn) String() string {
+	end := "rollback"
+	if o.Commit {
+		end = "commit"
+	}
+	return on(o.S) + fmt.Sprintf("begin; lock job %d; %s", o.Job, end)
+}
+func (o LockTxn) Parts() []Op {
+	end := Op(Rollback{S: o.S})
+	if o.Commit {
+		end = Commit{S: o.S}
+	}
+	return []Op{Begin{S: o.S}, Lock{S: o.S, Job: o.Job}, end}
+}
+func (o LockTxn) Applicable(w *World) bool {
+	return Begin{S: o.S}.Applicable(w) && Lock{S: o.S, Job: o.Job}.Applicable(w)
+}
+
+// Drain: every lease lapses (expire on each running job), then session S claims and completes
+// until the queue answers none, and a final snapshot records every job's state. Afterwards
+// every job no row lock holds must be done, each completed exactly once (property 6).
+type Drain struct{ S string }
+
+func (o Drain) String() string { return on(o.S) + fmtDrain }
+func (o Drain) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && !s.InTxn
+}
+func (o Drain) Run(ctx context.Context, r Runner) error {
+	w := r.World()
+	res, err := r.Do(ctx, Snapshot{S: o.S})
+	if err != nil {
+		return err
+	}
+	for _, row := range res[0].Rows {
+		if row.State == "running" {
+			if e := (Expire{S: o.S, Job: row.ID}); e.Applicable(w) {
+				if _, err := r.Do(ctx, e); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for i := 0; i <= len(res[0].Rows)+len(w.Jobs)+4; i++ {
+		c, err := r.Do(ctx, Claim{S: o.S})
 		if err != nil {
-			return "error", &HarnessError{err}
+			return err
 		}
-		l.S = s
+		if len(c) == 0 || c[0].Err != nil || !c[0].Out.Found {
+			break
+		}
+		if _, err := r.Do(ctx, Complete{S: o.S}); err != nil {
+			return err
+		}
 	}
-	return "", nil
-}
-
-func release(ctx context.Context, in *sut.Installed, l *Locker, how How) error {
-	switch how {
-	case Commit:
-		return l.S.Commit(ctx)
-	case Rollback:
-		return l.S.Rollback(ctx)
-	case Cancel:
-		done := make(chan error, 1)
-		go func() { done <- l.S.Sleep(ctx, time.Hour) }()
-		if err := in.WaitFor(ctx, l.S.PID, "PgSleep"); err != nil {
-			_ = in.Cancel(ctx, l.S.PID)
-			<-done
-			return err
-		}
-		if err := in.Cancel(ctx, l.S.PID); err != nil {
-			return err
-		}
-		if err := <-done; err == nil {
-			return fmt.Errorf("pg_sleep was not cancelled")
-		}
-		return l.S.Rollback(ctx)
-	case Terminate:
-		pid := l.S.PID
-		if err := in.Terminate(ctx, pid); err != nil {
-			return err
-		}
-		l.S.Close()
-		return nil
-	}
-	return fmt.Errorf("unknown release %d", how)
-}
-
-// Crash: worker W dies and forgets every token it held; its jobs wait for their leases.
-type Crash struct{ W int }
-
-func (o Crash) String() string         { return fmt.Sprintf("w%d crash", o.W) }
-func (o Crash) Applicable(e *Env) bool { return o.W < len(e.Workers) && len(e.Workers[o.W].Tokens) > 0 }
-func (o Crash) Run(ctx context.Context, e *Env) (string, error) {
-	e.Workers[o.W].Tokens = nil
-	return "", nil
+	_, err = r.Do(ctx, Snapshot{S: o.S})
+	return err
 }
 
 // ShortLease: worker W claims with a real 1 s lease, then completes either at once (Late=false:
-// must succeed) or after pausing past the lease (Late=true: must be refused). This is the only
-// operation where real time passes; it checks that leases run on the database clock.
+// must succeed) or after pausing past the lease (Late=true: must be refused): leases run on the
+// database clock (property 8).
 type ShortLease struct {
-	W    int
+	W    string
 	Late bool
 }
 
 func (o ShortLease) String() string {
 	if o.Late {
-		return fmt.Sprintf("w%d claim %s lease, pause %s, complete", o.W, ShortLeaseLen, LatePause)
+		return on(o.W) + fmt.Sprintf(fmtShortLate, ShortLeaseLen, LatePause)
 	}
-	return fmt.Sprintf("w%d claim %s lease, complete at once", o.W, ShortLeaseLen)
+	return on(o.W) + fmt.Sprintf(fmtShortEarly, ShortLeaseLen)
 }
-func (o ShortLease) Applicable(e *Env) bool { return o.W < len(e.Workers) }
-func (o ShortLease) Run(ctx context.Context, e *Env) (string, error) {
-	w := e.Workers[o.W]
+func (o ShortLease) Applicable(w *World) bool { return Claim{S: o.W}.Applicable(w) }
+func (o ShortLease) Run(ctx context.Context, r Runner) error {
 	start := time.Now()
-	answer, err := claim(ctx, e, w, ShortLeaseLen)
-	if err != nil || answer == "none" {
-		return answer, err
+	res, err := r.Do(ctx, Claim{S: o.W, Lease: ShortLeaseLen})
+	if err != nil || !res[0].Out.Found {
+		return err
 	}
 	if o.Late {
-		time.Sleep(LatePause)
-		e.Now += LatePause
+		if err := r.Sleep(ctx, LatePause); err != nil {
+			return err
+		}
 	} else if d := time.Since(start); d > EarlyBudget {
-		return answer, &HarnessError{fmt.Errorf("timing noise: the early completion came %v after its claim, past the %v budget", d.Round(time.Millisecond), EarlyBudget)}
+		return &HarnessError{fmt.Errorf("timing noise: the early completion came %v after its claim, past the %v budget", d.Round(time.Millisecond), EarlyBudget)}
 	}
-	a2, err := complete(ctx, e, w, w.Tokens[len(w.Tokens)-1])
-	return answer + "; " + a2, err
-}
-
-// Drain: every lease lapses (expire on each running, unlocked job), then worker W claims and
-// completes until the queue answers none. Afterwards every unlocked job must be done, each
-// completed exactly once (property 6).
-type Drain struct{ W int }
-
-func (o Drain) String() string         { return fmt.Sprintf("w%d drain", o.W) }
-func (o Drain) Applicable(e *Env) bool { return o.W < len(e.Workers) }
-func (o Drain) Run(ctx context.Context, e *Env) (string, error) {
-	for _, j := range e.Model.Jobs() {
-		if j.State == model.Running && !j.Locked {
-			if err := e.Reader.Expire(ctx, j.ID); err != nil {
-				return "error", queueErr(err)
-			}
-			e.Model.Expire(e.Now, j.ID)
-		}
-	}
-	w := e.Workers[o.W]
-	done := 0
-	for i := 0; i <= e.Model.Len(); i++ {
-		a, err := claim(ctx, e, w, LongLease)
-		if err != nil {
-			return fmt.Sprintf("%d completed, then claim -> %s", done, a), err
-		}
-		if a == "none" {
-			break
-		}
-		if a, err := complete(ctx, e, w, w.Tokens[len(w.Tokens)-1]); err != nil {
-			return fmt.Sprintf("%d completed, then %s", done, a), err
-		}
-		done++
-	}
-	for _, j := range e.Model.Jobs() {
-		if !j.Locked && (j.State != model.Done || e.Model.Completions(j.ID) > 1) {
-			return fmt.Sprintf("%d completed", done), model.Violate(model.PRecovery, "after every lease lapsed and the queue drained, job %d is %s with %d completions", j.ID, j.State, e.Model.Completions(j.ID))
-		}
-	}
-	return fmt.Sprintf("%d completed", done), nil
-}
-
-func (e *Env) locked(id int64) bool {
-	j, ok := e.Model.Job(id)
-	return ok && j.Locked
+	_, err = r.Do(ctx, Complete{S: o.W})
+	return err
 }

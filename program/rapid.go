@@ -11,24 +11,36 @@ import (
 	"pgqcheck/model"
 )
 
+// Weights is how often a generator draws each kind of operation: generation is configuration,
+// and nothing about weights lives in the operations.
+type Weights map[string]int
+
+// SequentialWeights is the Prop state machine's mix. The seed's hard case (claim, pause past
+// the lease, reclaim, stale completion) needs claims, pauses and completions to dominate; a
+// drain ends most interesting states. Lock and release apply only to queues with lock.sql;
+// short leases only to the real-time property.
+var SequentialWeights = Weights{"enqueue": 3, "claim": 4, "complete": 4, "pause": 2, "overslept": 1, "replaced": 1,
+	"expire": 1, "crash": 1, "drain": 1, "lock": 2, "release": 2, "short-lease": 2}
+
 // StateMachine returns rapid state-machine actions that draw operations against e and run them.
-// realTime adds claims with a short real lease. The "" action is the invariant: the queue's snapshot equals the model after every step.
+// realTime adds claims with a short real lease. The "" action is the invariant: the queue's
+// snapshot equals the model after every step.
 func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*rapid.T) {
 	step := func(t *rapid.T, op Op) {
-		if !op.Applicable(e) {
+		if !op.Applicable(e.W) {
 			t.Skip("not applicable: " + op.String())
 		}
 		if err := e.Step(ctx, op); err != nil {
 			Fail(t, e, err)
 		}
 	}
-	worker := func(t *rapid.T) int { return rapid.IntRange(0, len(e.Workers)-1).Draw(t, "worker") }
+	worker := func(t *rapid.T) string { return WorkerName(rapid.IntRange(0, Workers-1).Draw(t, "worker")) }
 	// holder draws among workers that hold a token, so completions and pauses rarely miss.
-	holder := func(t *rapid.T) int {
-		var ws []int
-		for i, w := range e.Workers {
-			if len(w.Tokens) > 0 {
-				ws = append(ws, i)
+	holder := func(t *rapid.T) string {
+		var ws []string
+		for i := 0; i < Workers; i++ {
+			if s := e.W.Session(WorkerName(i)); s != nil && len(s.Tokens) > 0 {
+				ws = append(ws, s.Name)
 			}
 		}
 		if len(ws) == 0 {
@@ -37,58 +49,51 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 		return rapid.SampledFrom(ws).Draw(t, "worker")
 	}
 	job := func(t *rapid.T) int64 {
-		jobs := e.Model.Jobs()
-		if len(jobs) == 0 {
+		if len(e.W.Jobs) == 0 {
 			t.Skip("no jobs yet")
 		}
-		ids := make([]int64, len(jobs))
-		for i, j := range jobs {
-			ids[i] = j.ID
-		}
-		return rapid.SampledFrom(ids).Draw(t, "job")
+		return rapid.SampledFrom(e.W.Jobs).Draw(t, "job")
 	}
+	locker := func(t *rapid.T) string { return LockerName(rapid.IntRange(0, Lockers-1).Draw(t, "locker")) }
 	kinds := map[string]func(*rapid.T){
 		"enqueue": func(t *rapid.T) { step(t, Enqueue{N: rapid.IntRange(1, 3).Draw(t, "n")}) },
-		"claim":   func(t *rapid.T) { step(t, Claim{W: worker(t)}) },
+		"claim":   func(t *rapid.T) { step(t, Claim{S: worker(t)}) },
 		"complete": func(t *rapid.T) {
 			// Mostly the newest token; older ones are the stale tokens of paused workers.
 			back := rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(t, "back")
-			step(t, Complete{W: holder(t), Back: back})
+			step(t, Complete{S: holder(t), Back: back})
 		},
 		"pause":     func(t *rapid.T) { step(t, Pause{W: holder(t)}) },
 		"overslept": func(t *rapid.T) { step(t, Overslept{W: holder(t)}) },
 		"replaced": func(t *rapid.T) {
 			w := holder(t)
-			step(t, Replaced{W: w, By: (w + 1 + rapid.IntRange(0, len(e.Workers)-2).Draw(t, "by")) % len(e.Workers)})
+			var i int
+			fmt.Sscanf(w, "w%d", &i)
+			by := (i + 1 + rapid.IntRange(0, Workers-2).Draw(t, "by")) % Workers
+			step(t, Replaced{W: w, By: WorkerName(by)})
 		},
 		"expire": func(t *rapid.T) { step(t, Expire{Job: job(t)}) },
 		"crash":  func(t *rapid.T) { step(t, Crash{W: holder(t)}) },
-		"drain":  func(t *rapid.T) { step(t, Drain{W: worker(t)}) },
+		"drain":  func(t *rapid.T) { step(t, Drain{S: worker(t)}) },
 	}
-	// Weights: the seed's hard case (claim, pause past the lease, reclaim, stale completion)
-	// needs claims, pauses and completions to dominate; a drain ends most interesting states.
-	weights := map[string]int{"enqueue": 3, "claim": 4, "complete": 4, "pause": 2, "overslept": 1, "replaced": 1, "expire": 1, "crash": 1, "drain": 1}
-	// Real-time leases cost a real pause each; they get their own property so that the main
-	// one stays fast to run and to shrink.
 	if realTime {
 		kinds["short-lease"] = func(t *rapid.T) {
 			step(t, ShortLease{W: worker(t), Late: rapid.Bool().Draw(t, "late")})
 		}
-		weights["short-lease"] = 2
 	}
-	if e.CanLock() && len(e.Lockers) > 0 {
-		locker := func(t *rapid.T) int { return rapid.IntRange(0, len(e.Lockers)-1).Draw(t, "locker") }
-		kinds["lock"] = func(t *rapid.T) { step(t, Lock{L: locker(t), Job: job(t)}) }
+	if e.CanLock() {
+		kinds["lock"] = func(t *rapid.T) { step(t, Lock{S: locker(t), Job: job(t)}) }
 		kinds["release"] = func(t *rapid.T) {
-			how := How(rapid.IntRange(int(Commit), int(Terminate)).Draw(t, "how"))
-			step(t, Release{L: locker(t), How: how})
+			l := locker(t)
+			ends := []Op{Commit{S: l}, Rollback{S: l}, Cancel{S: l}, Terminate{S: l}}
+			// The locker is drawn first, as the release's receiver, then how it ends.
+			step(t, ends[rapid.IntRange(0, len(ends)-1).Draw(t, "how")])
 		}
-		weights["lock"], weights["release"] = 2, 2
 	}
 	// rapid picks actions uniformly; one action drawing from a weighted list gives the mix.
 	var weighted []string
 	for _, k := range sortedKeys(kinds) {
-		for i := 0; i < weights[k]; i++ {
+		for i := 0; i < SequentialWeights[k]; i++ {
 			weighted = append(weighted, k)
 		}
 	}
@@ -103,8 +108,6 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 	}
 }
 
-func sortStrings(s []string) { sort.Strings(s) }
-
 // sortedKeys gives a fixed order, so the same draws give the same program on every run.
 func sortedKeys(m map[string]func(*rapid.T)) []string {
 	keys := make([]string, 0, len(m))
@@ -115,10 +118,10 @@ func sortedKeys(m map[string]func(*rapid.T)) []string {
 	return keys
 }
 
-// Begin starts a property run: an empty queue, then a first enqueue of one to three jobs, so
+// BeginRun starts a property run: an empty queue, then a first enqueue of one to three jobs, so
 // that the run's steps go to claims, pauses and completions rather than to operations that do
 // not apply to an empty queue.
-func Begin(ctx context.Context, t *rapid.T, e *Env) {
+func BeginRun(ctx context.Context, t *rapid.T, e *Env) {
 	t.Helper()
 	if err := e.Reset(ctx); err != nil {
 		t.Fatal(err)
@@ -131,7 +134,8 @@ func Begin(ctx context.Context, t *rapid.T, e *Env) {
 // Fail stops the run with the violated property, the program so far and the snapshot.
 func Fail(t *rapid.T, e *Env, err error) {
 	t.Helper()
-	p := -1
+	e.Last = err
+	p := model.Property(-1)
 	var v *model.Violation
 	if errors.As(err, &v) {
 		p = v.Property
@@ -148,7 +152,7 @@ type Failer interface {
 // FailProperty fails t with msg from a line of its own for each property (p < 0: not a
 // property), so that rapid's shrinker, which keeps only candidates failing with the same stack,
 // shrinks toward the same broken promise rather than toward any failure.
-func FailProperty(t Failer, p int, msg string) {
+func FailProperty(t Failer, p model.Property, msg string) {
 	t.Helper()
 	switch p {
 	case model.PClaimOrder:

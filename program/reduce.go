@@ -3,6 +3,7 @@ package program
 import (
 	"context"
 	"errors"
+	"time"
 
 	"pgqcheck/model"
 )
@@ -15,7 +16,7 @@ func Replay(ctx context.Context, e *Env, ops []Op) error {
 		return &HarnessError{err}
 	}
 	for _, op := range ops {
-		if !op.Applicable(e) {
+		if !op.Applicable(e.W) {
 			continue
 		}
 		if err := e.Step(ctx, op); err != nil {
@@ -35,27 +36,28 @@ func SameFailure(a, b error) bool {
 	if va != nil {
 		return va.Property == vb.Property
 	}
-	var ha, hb *HarnessError
-	return a != nil && b != nil && errors.As(a, &ha) == errors.As(b, &hb)
+	return a != nil && b != nil && IsHarness(a) == IsHarness(b)
 }
 
-// Reduce shrinks a failing program further than rapid can in its time budget: it removes
-// chunks of operations (halves first, down to single ones) for as long as the rest still fails
-// with the same verdict, replaying each candidate directly. Harness errors are not reduced.
-// It returns the reduced program and its failure; env is left holding the reduced run.
-func Reduce(ctx context.Context, e *Env, ops []Op) ([]Op, error) {
-	want := Replay(ctx, e, ops)
+// Reduce is the one reducer, for sequential and scheduled programs alike: it removes chunks of
+// operations (halves first, down to single ones) for as long as the rest still fails with the
+// same property, replaying each candidate with run. It stops early, keeping the smallest
+// program reached, once budget has passed (0: no limit) or ctx is done. Harness errors are not
+// reduced. It returns the reduced program and its failure.
+func Reduce(ctx context.Context, ops []Op, budget time.Duration, run func([]Op) error) ([]Op, error) {
+	want := run(ops)
 	var v *model.Violation
 	if !errors.As(want, &v) {
 		return ops, want
 	}
-
-	for changed := true; changed; {
+	deadline := time.Now().Add(budget)
+	over := func() bool { return ctx.Err() != nil || (budget > 0 && time.Now().After(deadline)) }
+	for changed := true; changed && !over(); {
 		changed = false
-		for chunk := max(1, len(ops)/2); chunk >= 1; chunk /= 2 {
-			for i := 0; i+chunk <= len(ops); {
+		for chunk := max(1, len(ops)/2); chunk >= 1 && !over(); chunk /= 2 {
+			for i := 0; i+chunk <= len(ops) && !over(); {
 				cand := append(append([]Op(nil), ops[:i]...), ops[i+chunk:]...)
-				if err := Replay(ctx, e, cand); SameFailure(err, want) {
+				if err := run(cand); SameFailure(err, want) {
 					ops, want, changed = cand, err, true
 					continue // the same i now names the next chunk
 				}
@@ -63,9 +65,12 @@ func Reduce(ctx context.Context, e *Env, ops []Op) ([]Op, error) {
 			}
 		}
 	}
-	// Leave env holding the reduced run, so its trace is what gets reported.
-	return ops, Replay(ctx, e, ops)
+	return ops, want
 }
 
-// Executed returns the operations of env's last run that actually ran.
-func (e *Env) Executed() []Op { return append([]Op(nil), e.Ops...) }
+// ReduceSequential reduces a sequential program on env, and leaves env holding the reduced
+// run, so its trace is what gets reported.
+func ReduceSequential(ctx context.Context, e *Env, ops []Op, budget time.Duration) ([]Op, error) {
+	ops, _ = Reduce(ctx, ops, budget, func(ops []Op) error { return Replay(ctx, e, ops) })
+	return ops, Replay(ctx, e, ops)
+}

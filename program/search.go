@@ -2,55 +2,38 @@ package program
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"pgregory.net/rapid"
+
+	"pgqcheck/model"
 )
 
-// Finding is what a search outside `go test` found, after rapid's shrinking and Reduce.
-type Finding struct {
-	Name        string // the name the search ran under (rapid's fail files are named after it)
-	Err         error  // the reduced program's verdict
-	Ops         []Op   // the reduced program
-	Report      string // the verdict, the numbered program with the queue's answers, the model
-	RapidOutput string // everything rapid reported
-}
-
-// Verdict is the one-line verdict: "property N (name): ...".
-func (f *Finding) Verdict() string { return strings.SplitN(f.Err.Error(), "\n", 2)[0] }
-
-// Program returns the reduced program with a header saying what it was found against.
-func (f *Finding) Program(header map[string]string) *Program {
-	h := map[string]string{"verdict": f.Verdict()}
-	for k, v := range header {
-		h[k] = v
-	}
-	return &Program{Header: h, Ops: f.Ops}
-}
-
-// Search runs the state-machine property against env outside `go test` (campaigns, the
-// mutants table), with rapid's usual checks, shrinking and fail files. name becomes the fail
-// file's name, as a test name would. It returns nil when every check passed; otherwise the
-// failure, reduced further by Reduce.
-func Search(ctx context.Context, env *Env, name string, realTime bool) *Finding {
-	out, failed := CheckOutside(name, func(t *rapid.T) {
-		Begin(ctx, t, env)
-		t.Repeat(StateMachine(ctx, env, realTime))
-	})
-	if !failed {
+// FindingOf turns the failing run env holds (rapid's final replay of its shrunk case) into a
+// Finding, after reducing its program within budget. It returns nil when the failure is the
+// harness's rather than the queue's.
+func FindingOf(ctx context.Context, env *Env, budget time.Duration) *Finding {
+	ops, err := ReduceSequential(ctx, env, env.Executed(), budget)
+	f := &Finding{Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: Sequential}
+	var v *model.Violation
+	switch {
+	case errors.As(err, &v):
+	case errors.As(env.Last, &v):
+		// The reduced replay did not fail again: keep what rapid saw, marked as flaky.
+		f.Flaky = true
+	default:
 		return nil
 	}
-	return Reduced(ctx, env, name, out)
-}
-
-// CheckOutside runs rapid.Check outside `go test` (campaigns, the mutants table), under name as
-// a test's name (it names rapid's fail files), and returns what rapid reported and whether the
-// property failed.
-func CheckOutside(name string, prop func(*rapid.T)) (output string, failed bool) {
-	return RunOutside(name, func(tb rapid.TB) { rapid.Check(tb, prop) })
+	f.Violation = v
+	f.Program = &Program{Header: map[string]string{HeaderVerdict: v.Error()}, Ops: ops}
+	f.Trace = env.Program()
+	f.Model = fmt.Sprint(env.Model.Snapshot(env.Now))
+	return f
 }
 
 // RunOutside runs body as a test would run outside `go test`, and returns what it logged and
@@ -67,13 +50,10 @@ func RunOutside(name string, body func(rapid.TB)) (output string, failed bool) {
 	return tb.out.String(), tb.Failed()
 }
 
-// Reduced reduces the program of env's last run (rapid's final replay of its shrunk case).
-func Reduced(ctx context.Context, env *Env, name, rapidOutput string) *Finding {
-	ops, err := Reduce(ctx, env, env.Executed())
-	if err == nil {
-		err = fmt.Errorf("the failure did not reproduce when replayed; rapid said:\n%s", rapidOutput)
-	}
-	return &Finding{Name: name, Err: err, Ops: ops, Report: Report(env, err), RapidOutput: rapidOutput}
+// CheckOutside runs rapid.Check outside `go test` (campaigns, the mutants table), under name as
+// a test's name, and returns what rapid reported and whether the property failed.
+func CheckOutside(name string, prop func(*rapid.T)) (output string, failed bool) {
+	return RunOutside(name, func(tb rapid.TB) { rapid.Check(tb, prop) })
 }
 
 // recorder is a rapid.TB that keeps what rapid says instead of failing a test.

@@ -194,10 +194,13 @@ func (s *Session) Lock(ctx context.Context, id int64) error {
 func (s *Session) Commit(ctx context.Context) error {
 	tag, err := s.conn.Exec(ctx, "COMMIT")
 	if err == nil && tag.String() == "ROLLBACK" {
-		return fmt.Errorf("COMMIT rolled back: the transaction had failed")
+		return ErrRolledBack
 	}
 	return err
 }
+
+// ErrRolledBack is a COMMIT that Postgres answered with ROLLBACK: the transaction had failed.
+var ErrRolledBack = errors.New("COMMIT rolled back: the transaction had failed")
 
 func (s *Session) Rollback(ctx context.Context) error {
 	_, err := s.conn.Exec(ctx, "ROLLBACK")

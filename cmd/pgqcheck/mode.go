@@ -31,7 +31,7 @@ import (
 type Mode interface {
 	Name() string
 	// Properties lists the properties (model.P*) that the mode's rounds check.
-	Properties() []int
+	Properties() []model.Property
 	// Start prepares one worker's hunter. The database is fresh and the queue installed.
 	Start(ctx context.Context, w *Worker) (Hunter, error)
 }
@@ -88,8 +88,8 @@ type sequential struct{}
 
 func (sequential) Name() string { return "sequential" }
 
-func (sequential) Properties() []int {
-	return []int{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce,
+func (sequential) Properties() []model.Property {
+	return []model.Property{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce,
 		model.PSkipLocked, model.PRecovery, model.PDBTime, model.PNoErrors}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"pgqcheck/model"
 	"pgqcheck/sut"
 )
 
@@ -44,9 +45,9 @@ func (m mixed) Name() string {
 	return strings.Join(names, "+")
 }
 
-func (m mixed) Properties() []int {
-	seen := map[int]bool{}
-	var out []int
+func (m mixed) Properties() []model.Property {
+	seen := map[model.Property]bool{}
+	var out []model.Property
 	for _, one := range m.modes {
 		for _, p := range one.Properties() {
 			if !seen[p] {
@@ -55,7 +56,7 @@ func (m mixed) Properties() []int {
 			}
 		}
 	}
-	sort.Ints(out)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
 

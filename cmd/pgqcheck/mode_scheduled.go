@@ -23,8 +23,8 @@ type scheduled struct{}
 
 func (scheduled) Name() string { return "scheduled" }
 
-func (scheduled) Properties() []int {
-	return []int{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked,
+func (scheduled) Properties() []model.Property {
+	return []model.Property{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked,
 		model.PRecovery, model.PLinearizable, model.PNoErrors}
 }
 

@@ -21,8 +21,8 @@ type stress struct{}
 
 func (stress) Name() string { return "stress" }
 
-func (stress) Properties() []int {
-	return []int{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked,
+func (stress) Properties() []model.Property {
+	return []model.Property{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked,
 		model.PRecovery, model.PLinearizable, model.PNoErrors}
 }
 

@@ -129,10 +129,10 @@ func (f *Failure) classify() {
 // allProperties are the design's properties, in order. 10 (claim cost) is a measurement, made
 // after the campaign (--plan-sizes): it flags a claim whose cost grows with done rows, and is
 // reported, not counted as a violation (timings on shared machines are not verdicts).
-var allProperties = []int{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations,
-	model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors, 10}
+var allProperties = []model.Property{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations,
+	model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors, model.PClaimCost}
 
-func propertyName(p int) string {
+func propertyName(p model.Property) string {
 	if p == 10 {
 		return "claim cost"
 	}
@@ -140,7 +140,7 @@ func propertyName(p int) string {
 }
 
 // exercised says how often a run gave a property something to check.
-func exercised(p int, r *Report) (int64, string) {
+func exercised(p model.Property, r *Report) (int64, string) {
 	c := r.Counts
 	switch p {
 	case model.PClaimOrder, model.PExclusion, model.PGenerations:
@@ -162,19 +162,19 @@ func exercised(p int, r *Report) (int64, string) {
 }
 
 // fillProperties computes each property's status from the failures and the mode's coverage.
-func (r *Report) fillProperties(checked []int) {
-	on := map[int]bool{}
+func (r *Report) fillProperties(checked []model.Property) {
+	on := map[model.Property]bool{}
 	for _, p := range checked {
 		on[p] = true
 	}
 	r.Properties = nil
 	for _, p := range allProperties {
-		ps := &PropStat{Number: p, Name: propertyName(p), Status: statusNotChecked}
+		ps := &PropStat{Number: int(p), Name: propertyName(p), Status: statusNotChecked}
 		if on[p] && r.Checks+r.Histories > 0 {
 			ps.Status = statusHeld
 		}
 		for _, f := range r.Failures {
-			if f.Property == p {
+			if f.Property == int(p) {
 				ps.Failures++
 				ps.Status = statusViolated
 			}
@@ -408,11 +408,11 @@ func merge(paths []string, rs []*Report) (*Report, error) {
 	}
 	m.Backend, m.ServerVersion, m.Where = strings.Join(backends, ", "), strings.Join(versions, ", "), strings.Join(wheres, "; ")
 	m.StopReason = strings.Join(reasons, "; ")
-	var on []int
+	var on []model.Property
 	for p := range checked {
-		on = append(on, p)
+		on = append(on, model.Property(p))
 	}
-	sort.Ints(on)
+	sort.Slice(on, func(i, j int) bool { return on[i] < on[j] })
 	m.fillProperties(on)
 	if m.ClaimCost != nil {
 		m.setClaimCost(m.ClaimCost)

@@ -1,0 +1,147 @@
+package program
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"pgqcheck/model"
+	"pgqcheck/sut"
+)
+
+// Kind is what a statement does. The queue's own statements carry the contract's names; the
+// rest are the transaction boundaries and the pause a cancelled locker sleeps in.
+type Kind string
+
+const (
+	KEnqueue  Kind = "enqueue"
+	KClaim    Kind = "claim"
+	KComplete Kind = "complete"
+	KExpire   Kind = "expire"
+	KSnapshot Kind = "snapshot"
+	KLock     Kind = "lock"
+	KBegin    Kind = "begin"
+	KCommit   Kind = "commit"
+	KRollback Kind = "rollback"
+	KSleep    Kind = "sleep"
+)
+
+// Stmt is one statement a session sends, with every reference resolved: the only thing the
+// modes hand to Postgres. Sequential programs, scheduled interleavings, stress traffic and the
+// drain all run their operations as Stmts through Exec.
+type Stmt struct {
+	Kind    Kind
+	Job     int64         // complete, expire, lock
+	Gen     int64         // complete
+	Payload string        // enqueue
+	Lease   time.Duration // claim
+	Sleep   time.Duration // sleep
+}
+
+// Result is what came back. Out holds the answer in the form a history records it.
+type Result struct {
+	Out  model.Output
+	Rows []model.Row // snapshot
+	Err  error
+}
+
+// Exec sends the statement on s and waits for its answer. It touches nothing but s, so a
+// scheduler may run it on a goroutine of its own.
+func (st Stmt) Exec(ctx context.Context, s *sut.Session) Result {
+	switch st.Kind {
+	case KEnqueue:
+		id, err := s.Enqueue(ctx, st.Payload)
+		return Result{Out: model.Output{Job: id}, Err: err}
+	case KClaim:
+		id, gen, ok, err := s.Claim(ctx, st.Lease)
+		return Result{Out: model.Output{Found: ok, Job: id, Gen: gen}, Err: err}
+	case KComplete:
+		n, err := s.Complete(ctx, st.Job, st.Gen)
+		return Result{Out: model.Output{Rows: n}, Err: err}
+	case KExpire:
+		return Result{Err: s.Expire(ctx, st.Job)}
+	case KSnapshot:
+		rows, err := s.Snapshot(ctx)
+		return Result{Rows: rows, Err: err}
+	case KLock:
+		return Result{Err: s.Lock(ctx, st.Job)}
+	case KBegin:
+		return Result{Err: s.Begin(ctx)}
+	case KCommit:
+		return Result{Err: s.Commit(ctx)}
+	case KRollback:
+		return Result{Err: s.Rollback(ctx)}
+	case KSleep:
+		return Result{Err: s.Sleep(ctx, st.Sleep)}
+	}
+	return Result{Err: fmt.Errorf("unknown statement %q", st.Kind)}
+}
+
+// Input is the statement as a history records what was asked (the queue's own statements).
+func (st Stmt) Input() model.Input {
+	switch st.Kind {
+	case KEnqueue:
+		return model.Input{Kind: model.OpEnqueue, Payload: st.Payload}
+	case KClaim:
+		return model.Input{Kind: model.OpClaim}
+	case KComplete:
+		return model.Input{Kind: model.OpComplete, Job: st.Job, Gen: st.Gen}
+	case KExpire:
+		return model.Input{Kind: model.OpExpire, Job: st.Job}
+	case KLock:
+		return model.Input{Kind: model.OpLock, Job: st.Job}
+	}
+	return model.Input{}
+}
+
+// OpKind is the statement's operation kind in a history ("" for transaction boundaries).
+func (st Stmt) OpKind() model.OpKind {
+	switch st.Kind {
+	case KSnapshot:
+		return model.OpObserve
+	case KBegin, KCommit, KRollback, KSleep:
+		return ""
+	}
+	return st.Input().Kind
+}
+
+// String is the statement with its references resolved, for traces.
+func (st Stmt) String() string {
+	switch st.Kind {
+	case KClaim:
+		return "claim"
+	case KComplete:
+		return fmt.Sprintf("complete job %d gen %d", st.Job, st.Gen)
+	case KExpire:
+		return fmt.Sprintf("expire job %d", st.Job)
+	case KLock:
+		return fmt.Sprintf("lock job %d", st.Job)
+	case KSleep:
+		return fmt.Sprintf("sleep %v", st.Sleep)
+	}
+	return string(st.Kind)
+}
+
+// Answer is a result in words, for traces.
+func (st Stmt) Answer(r Result) string {
+	if r.Err != nil {
+		return "error: " + oneLine(r.Err)
+	}
+	switch st.Kind {
+	case KEnqueue:
+		return fmt.Sprintf("id %d", r.Out.Job)
+	case KClaim:
+		if !r.Out.Found {
+			return "none"
+		}
+		return Token{r.Out.Job, r.Out.Gen}.String()
+	case KComplete:
+		if r.Out.Rows == 1 {
+			return fmt.Sprintf("job %d gen %d: 1 row", st.Job, st.Gen)
+		}
+		return fmt.Sprintf("job %d gen %d: %d rows", st.Job, st.Gen, r.Out.Rows)
+	case KSnapshot:
+		return fmt.Sprint(r.Rows)
+	}
+	return ""
+}

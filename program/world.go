@@ -1,0 +1,193 @@
+package program
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"pgqcheck/sut"
+)
+
+// Token is what a claim hands a worker: the job and the generation it must present.
+type Token struct{ ID, Gen int64 }
+
+func (t Token) String() string { return fmt.Sprintf("job %d gen %d", t.ID, t.Gen) }
+
+// Session is one session as its client sees it, in every mode: the tokens its claims returned,
+// its open transaction, the row locks that transaction holds.
+type Session struct {
+	Name string
+	// Tokens holds every claim the session made, newest last; older ones are what a paused
+	// worker still presents after its job was reclaimed.
+	Tokens  []Token
+	InTxn   bool
+	Aborted bool    // the open transaction failed: it can only end
+	Claimed bool    // the open transaction's claim returned a job
+	Locks   []int64 // jobs row-locked by the open transaction
+	Busy    bool    // a statement is in flight (the scheduler's sessions only)
+	Lives   int     // connections so far; a terminated session comes back as a new life
+}
+
+// Label is the session's name in traces and histories: its life counts after the first.
+func (s *Session) Label() string {
+	if s.Lives <= 1 {
+		return s.Name
+	}
+	return fmt.Sprintf("%s/%d", s.Name, s.Lives)
+}
+
+func (s *Session) endTxn() { s.InTxn, s.Aborted, s.Claimed, s.Locks = false, false, false, nil }
+
+// newest returns the token back places before the session's newest.
+func (s *Session) newest(back int) (Token, bool) {
+	if back < 0 || back >= len(s.Tokens) {
+		return Token{}, false
+	}
+	return s.Tokens[len(s.Tokens)-1-back], true
+}
+
+// World is what every mode's operations are resolved against: the sessions by name, the jobs
+// whose enqueue returned, every claim that returned a job. It holds no queue state: that is the
+// model's (sequential) or the history's (concurrent modes).
+type World struct {
+	Sessions []*Session
+	// Default runs the operations printed without a session (enqueue, expire, snapshot).
+	Default string
+	Jobs    []int64 // ids whose enqueue returned, in order
+	Claims  []Token // every claim that returned a job, in order
+	// NoWaits: nothing may wait for a row lock (sequential mode, where a wait is a finding), so
+	// an operation on a job another session holds locked does not apply.
+	NoWaits bool
+	// NoTxnWork: only row locks happen inside transactions (sequential mode, whose model
+	// applies each statement when it returns).
+	NoTxnWork bool
+	CanLock   bool          // the queue ships lock.sql
+	Lease     time.Duration // the lease of a claim that names none
+	payloads  int
+}
+
+// NewWorld returns a world with the named sessions; the first is the default one.
+func NewWorld(q *sut.Queue, names ...string) *World {
+	w := &World{CanLock: q.Lock != "", Lease: LongLease}
+	for _, n := range names {
+		w.Sessions = append(w.Sessions, &Session{Name: n, Lives: 1})
+	}
+	if len(names) > 0 {
+		w.Default = names[0]
+	}
+	return w
+}
+
+// Reset forgets everything but the sessions' names and lives, as a fresh queue starts.
+func (w *World) Reset() {
+	for _, s := range w.Sessions {
+		*s = Session{Name: s.Name, Lives: s.Lives}
+	}
+	w.Jobs, w.Claims, w.payloads = nil, nil, 0
+}
+
+// Session returns the named session ("" is the default one).
+func (w *World) Session(name string) *Session {
+	if name == "" {
+		name = w.Default
+	}
+	for _, s := range w.Sessions {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Payload returns the next unique job payload.
+func (w *World) Payload() string {
+	w.payloads++
+	return fmt.Sprintf(`{"n":%d}`, w.payloads)
+}
+
+// Known reports whether a job's enqueue returned.
+func (w *World) Known(id int64) bool {
+	for _, j := range w.Jobs {
+		if j == id {
+			return true
+		}
+	}
+	return false
+}
+
+// LockedBy returns the session whose open transaction holds a job's row lock.
+func (w *World) LockedBy(id int64) *Session {
+	for _, s := range w.Sessions {
+		for _, j := range s.Locks {
+			if j == id {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// free reports whether session s may touch job id without waiting for another's row lock,
+// where waiting is not allowed.
+func (w *World) free(s *Session, id int64) bool {
+	o := w.LockedBy(id)
+	return !w.NoWaits || o == nil || o == s
+}
+
+// Apply records what a statement of session s answered: tokens, transaction state, locks.
+func (w *World) Apply(s *Session, st Stmt, r Result) {
+	if r.Err != nil {
+		switch {
+		case st.Kind == KCommit || st.Kind == KRollback:
+			s.endTxn() // a failed COMMIT rolled back; a failed ROLLBACK left nothing open
+		case st.Kind == KBegin:
+		case s.InTxn:
+			s.Aborted = true
+		}
+		return
+	}
+	switch st.Kind {
+	case KEnqueue:
+		w.Jobs = append(w.Jobs, r.Out.Job)
+	case KClaim:
+		if r.Out.Found {
+			t := Token{r.Out.Job, r.Out.Gen}
+			s.Tokens = append(s.Tokens, t)
+			w.Claims = append(w.Claims, t)
+			s.Claimed = s.Claimed || s.InTxn
+		}
+	case KBegin:
+		s.InTxn = true
+	case KLock:
+		s.Locks = append(s.Locks, st.Job)
+	case KCommit, KRollback:
+		s.endTxn()
+	}
+}
+
+// Lost records that a session's connection is gone: its transaction ended without a COMMIT,
+// and it comes back as a new life with the tokens it held (a worker's memory outlives its
+// connection; a crash is what forgets).
+func (w *World) Lost(s *Session) {
+	s.endTxn()
+	s.Busy = false
+	s.Lives++
+}
+
+// HarnessError is a failure of the suite's own machinery (a connection, a wait), not a finding.
+type HarnessError struct{ Err error }
+
+func (h *HarnessError) Error() string { return "harness: " + h.Err.Error() }
+func (h *HarnessError) Unwrap() error { return h.Err }
+
+// IsHarness reports whether err is the harness's own failure rather than a verdict.
+func IsHarness(err error) bool {
+	var h *HarnessError
+	return errors.As(err, &h)
+}
+
+func oneLine(err error) string { return OneLine(err.Error()) }
+
+// OneLine folds text into one line.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
