@@ -2,8 +2,6 @@ package pgqcheck_test
 
 import (
 	"context"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -24,7 +22,7 @@ func BenchmarkPropSteps(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rapid.Check(b, func(t *rapid.T) {
-			program.Begin(ctx, t, env)
+			program.BeginRun(ctx, t, env)
 			defer func() { steps += len(env.Trace) }()
 			t.Repeat(program.StateMachine(ctx, env, false))
 		})
@@ -32,8 +30,6 @@ func BenchmarkPropSteps(b *testing.B) {
 	b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
 	b.ReportMetric(float64(steps)/float64(b.N*100), "steps/run")
 }
-
-var failedAfter = regexp.MustCompile(`failed after (\d+) tests`)
 
 // BenchmarkMutantCatch measures, per mutant, the seconds and property runs until a random search
 // from scratch catches it (shrinking and reduction excluded from neither: it is what a user waits).
@@ -54,14 +50,11 @@ func BenchmarkMutantCatch(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				f := program.Search(context.Background(), env, b.Name(), false)
-				if f == nil {
-					b.Fatalf("mutant survived: %s", m.Bug)
+				f, err := program.Search(context.Background(), env, b.Name(), false, 20*time.Second)
+				if err != nil || f == nil {
+					b.Fatalf("mutant survived: %s (%v)", m.Bug, err)
 				}
-				if sm := failedAfter.FindStringSubmatch(f.RapidOutput); sm != nil {
-					n, _ := strconv.Atoi(sm[1])
-					checks += n + 1
-				}
+				checks += f.Checks
 				b.ReportMetric(time.Since(start).Seconds(), "s/catch")
 			}
 			b.ReportMetric(float64(checks)/float64(b.N), "checks/catch")

@@ -51,9 +51,19 @@ func TestLinearStress(t *testing.T) {
 func TestLinearScheduled(t *testing.T) {
 	for _, q := range suttest.Queues(t) {
 		t.Run(q.Name, func(t *testing.T) {
+			ctx := context.Background()
 			in := suttest.Install(t, q)
-			s := linear.NewScheduler(context.Background(), in, linear.ScheduledConfig{Name: q.Name})
+			cfg := linear.ScheduledConfig{Name: q.Name}
+			s := linear.NewScheduler(ctx, in, cfg)
 			defer s.Close()
+			// A failure is kept as a scheduled program in the corpus, where TestPropPrograms
+			// replays it on every go test, after its operations are reduced.
+			defer func() {
+				if f := s.Last(); t.Failed() && f != nil {
+					s.Close()
+					saveFinding(t, linear.ReduceScheduled(ctx, in, cfg, f, *reduceFor))
+				}
+			}()
 			rapid.Check(t, s.Property)
 		})
 	}
@@ -109,17 +119,20 @@ func linearMutant(t *testing.T, m *mutant.Mutant) {
 	})
 	t.Run("scheduled", func(t *testing.T) {
 		start := time.Now()
-		f := linear.SearchScheduled(ctx, in, t.Name(), linear.ScheduledConfig{Name: m.Name, ReportDir: t.TempDir()})
-		if f == nil {
+		cfg := linear.ScheduledConfig{Name: m.Name, ReportDir: t.TempDir()}
+		f, err := linear.SearchScheduled(ctx, in, t.Name(), cfg)
+		switch {
+		case err != nil:
+			t.Fatalf("caught by something other than a property: %v", err)
+		case f == nil:
 			t.Fatalf("mutant survived: %s", m.Bug)
 		}
-		if !strings.HasPrefix(f.Verdict(), "property ") {
-			t.Fatalf("caught by something other than a property: %s\n%s", f.Verdict(), f.Output)
+		// The failure replays from its saved program alone: the interleaving is the program.
+		g, err := linear.ReplayProgram(ctx, in, cfg, f.Program)
+		if err != nil || g == nil || g.Property() != f.Property() {
+			t.Fatalf("the failure did not replay from its program (%v, %v):\n%s", g, err, f.Program.Format())
 		}
-		if strings.Contains(f.Output, "flaky") {
-			t.Fatalf("the failure did not reproduce from the same draw:\n%s", f.Output)
-		}
-		t.Logf("caught in %v: %s\n%s", time.Since(start).Round(time.Millisecond), f.Verdict(), reportLine(f.Output))
+		t.Logf("caught in %v: %s\nreport: %s", time.Since(start).Round(time.Millisecond), f.Verdict(), f.ReportDir)
 	})
 }
 
@@ -143,15 +156,6 @@ func checkReport(t *testing.T, res *linear.Result) {
 			t.Fatalf("the timeline does not show the culprit %q", res.Verdict.Culprit)
 		}
 	}
-}
-
-func reportLine(out string) string {
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "report: ") {
-			return strings.TrimSpace(l)
-		}
-	}
-	return ""
 }
 
 // TestLinearHistories re-checks the histories saved under testdata/histories, each against
@@ -190,7 +194,7 @@ func TestLinearHistories(t *testing.T) {
 				t.Fatalf("expect is %q; want \"ok\" or \"property N\"", h.Expect)
 			case v.OK || v.Violation == nil:
 				t.Fatalf("an illegal history (%s) passes: %s", h.Expect, v)
-			case fmt.Sprintf("property %d", v.Violation.Property) != h.Expect:
+			case fmt.Sprintf("property %d", int(v.Violation.Property)) != h.Expect:
 				t.Fatalf("expected %s, got %s", h.Expect, v.Violation)
 			}
 		})

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"pgqcheck/corpus"
 	"pgqcheck/internal/testflags"
-	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -38,19 +37,20 @@ func TestPropMutants(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			env := newEnv(t, m.Queue)
 			start := time.Now()
-			f := program.Search(context.Background(), env, t.Name(), false)
-			if f == nil {
+			f, err := program.Search(context.Background(), env, t.Name(), false, *reduceFor)
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case f == nil:
 				t.Fatalf("mutant survived: %s", m.Bug)
 			}
-			var v *model.Violation
-			if !errors.As(f.Err, &v) {
-				t.Fatalf("mutant caught by something other than a property:\n%s", f.Report)
-			}
 			caught++
-			t.Logf("caught in %v by %d operations: %s", time.Since(start).Round(time.Millisecond), len(f.Ops), f.Verdict())
-			path := filepath.Join("testdata", "programs", "mutants", m.Name+".ops")
+			t.Logf("caught in %v by %d operations: %s", time.Since(start).Round(time.Millisecond), len(f.Program.Ops), f.Verdict())
+			path := filepath.Join(corpus.Dir, "mutants", m.Name+".ops")
 			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-				if err := f.Program(map[string]string{"mutant": m.Name, "bug": m.Bug}).WriteFile(path); err != nil {
+				p := &program.Program{Header: map[string]string{program.HeaderMutant: m.Name, program.HeaderBug: m.Bug}, Ops: f.Program.Ops}
+				p.SetVerdict(f.Violation)
+				if err := p.WriteFile(path); err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("saved %s", path)
@@ -62,13 +62,16 @@ func TestPropMutants(t *testing.T) {
 	}
 }
 
-// TestPropPrograms replays the regression corpus. Every saved program must pass on every queue
-// under judgement and on the queue it was found against (a failure found on a queue keeps
-// failing `go test` until that queue is fixed); a program that caught a mutant must still
-// catch it, with the same property.
+// TestPropPrograms replays the regression corpus against every queue under judgement: every
+// saved program must pass on it. A program found on some queue keeps failing `go test` for as
+// long as the queue being judged still has that bug; the queue it was found on is only
+// information. A program that caught a mutant must still catch it, with the same property.
 func TestPropPrograms(t *testing.T) {
-	files, _ := filepath.Glob("testdata/programs/*/*.ops")
-	if len(files) == 0 {
+	cases, err := corpus.Load(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) == 0 {
 		t.Fatal("no saved programs under testdata/programs: the corpus is missing")
 	}
 	ms, err := mutant.Load("testdata/mutants")
@@ -79,87 +82,120 @@ func TestPropPrograms(t *testing.T) {
 	for _, m := range ms {
 		byName[m.Name] = m
 	}
-	ctx := context.Background()
-	// Parse everything first, then open one database per queue here, in the test itself (a
-	// subtest's cleanup would drop its database under the next program), and close its sessions
-	// after the last program that needs it: a server's connection limit must not grow with the
-	// corpus.
-	type saved struct {
-		file   string
-		p      *program.Program
-		queues []*sut.Queue // must pass
-		mutant *mutant.Mutant
-	}
-	envs := map[string]*program.Env{}
-	envFor := func(q *sut.Queue) *program.Env {
-		if envs[q.Source] == nil {
-			envs[q.Source] = newEnv(t, q)
+	for _, c := range cases {
+		if name := c.Mutant(); name != "" && byName[name] == nil {
+			t.Fatalf("%s names mutant %q, which is not in testdata/mutants", c.Path, name)
 		}
-		return envs[q.Source]
 	}
-	var corpus []saved
-	for _, file := range files {
-		b, err := os.ReadFile(file)
+	for _, q := range suttest.Queues(t) {
+		t.Run(q.Name, func(t *testing.T) { judgeCorpus(t, q, cases) })
+	}
+	t.Run("mutants", func(t *testing.T) {
+		for _, c := range cases {
+			m := byName[c.Mutant()]
+			if m == nil {
+				continue
+			}
+			t.Run(c.Name(), func(t *testing.T) {
+				want, ok := c.Program.Property()
+				if !ok {
+					t.Fatalf("%s has no %q header naming the property it breaks", c.Path, program.HeaderProperty)
+				}
+				if f := replayOn(t, m.Queue, c); f == nil || f.Property() != want {
+					t.Fatalf("%s no longer catches %s with %s; replay gave: %v", c.Path, m.Name, want, f)
+				}
+			})
+		}
+	})
+}
+
+// judgeCorpus requires every case to hold on q.
+func judgeCorpus(t *testing.T, q *sut.Queue, cases []*corpus.Case) {
+	t.Helper()
+	r := &corpus.Replayer{In: suttest.Install(t, q), ReportDir: t.TempDir()}
+	defer r.Close()
+	for _, c := range cases {
+		f, err := r.Replay(context.Background(), c.Program)
+		switch {
+		case err != nil:
+			t.Fatalf("%s: %v", c.Path, err)
+		case f != nil:
+			t.Errorf("%s fails on %s:\n%s", c.Path, q.Source, f)
+		}
+	}
+}
+
+func replayOn(t *testing.T, q *sut.Queue, c *corpus.Case) *program.Finding {
+	t.Helper()
+	r := &corpus.Replayer{In: suttest.Install(t, q), ReportDir: t.TempDir()}
+	defer r.Close()
+	f, err := r.Replay(context.Background(), c.Program)
+	if err != nil {
+		t.Fatalf("%s: %v", c.Path, err)
+	}
+	return f
+}
+
+// TestCorpusJudgesTheQueueUnderTest is the regression test for a found program's target: a
+// program found on a buggy queue Y must not fail the verdict on a correct queue X, and must
+// fail the verdict on any queue that still has Y's bug, wherever that queue's folder is.
+func TestCorpusJudgesTheQueueUnderTest(t *testing.T) {
+	ms, err := mutant.Load("testdata/mutants")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buggy *sut.Queue
+	for _, m := range ms {
+		if m.Name == "complete-ignores-generation" {
+			buggy = m.Queue
+		}
+	}
+	if buggy == nil {
+		t.Fatal("mutant complete-ignores-generation is missing")
+	}
+	ctx := context.Background()
+	env := newEnv(t, buggy)
+	f, err := program.Search(ctx, env, t.Name(), false, *reduceFor)
+	if err != nil || f == nil {
+		t.Fatalf("the search did not catch the mutant: %v", err)
+	}
+	root := t.TempDir()
+	path, _, err := corpus.Save(root, f, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := corpus.Load(root)
+	if err != nil || len(cases) != 1 || cases[0].Path != path {
+		t.Fatalf("the saved program did not load back: %v %v", cases, err)
+	}
+	if g := replayOn(t, sut.MustBuiltin(sut.DefaultQueue), cases[0]); g != nil {
+		t.Fatalf("a program found on %s fails the correct seed queue:\n%s", buggy.Source, g)
+	}
+	// The same buggy SQL in a folder of another name: the bug, not the folder, is judged.
+	moved := t.TempDir()
+	copyDir(t, buggy.Dir(), moved)
+	again, err := sut.LoadDir(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := replayOn(t, again, cases[0]); g == nil || g.Property() != f.Property() {
+		t.Fatalf("a program found on %s does not fail the same bug in %s: %v", buggy.Source, moved, g)
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	ents, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := program.Parse(string(b))
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		s := saved{file: file, p: p, queues: suttest.Queues(t)}
-		if ref := p.Header["queue"]; ref != "" {
-			q, err := sut.LoadRef(".", ref)
-			if err != nil {
-				t.Fatalf("%s was found against queue %s, which cannot be loaded (%v): restore the queue, or delete the program if the case no longer matters", file, ref, err)
-			}
-			s.queues = append(s.queues, q)
-		}
-		if name := p.Header["mutant"]; name != "" {
-			if s.mutant = byName[name]; s.mutant == nil {
-				t.Fatalf("%s names mutant %q, which is not in testdata/mutants", file, name)
-			}
-		}
-		corpus = append(corpus, s)
-	}
-	needs := func(s saved) []*sut.Queue {
-		if s.mutant != nil {
-			return append(s.queues, s.mutant.Queue)
-		}
-		return s.queues
-	}
-	lastUse := map[string]int{}
-	for i, s := range corpus {
-		for _, q := range needs(s) {
-			lastUse[q.Source] = i
-		}
-	}
-	for i, s := range corpus {
-		for _, q := range needs(s) {
-			envFor(q)
-		}
-		t.Run(strings.TrimSuffix(filepath.Base(s.file), ".ops"), func(t *testing.T) {
-			for _, q := range s.queues {
-				env := envs[q.Source]
-				if err := program.Replay(ctx, env, s.p.Ops); err != nil {
-					t.Errorf("%s fails on %s:\n%s", s.file, q.Source, program.Report(env, err))
-				}
-			}
-			if s.mutant == nil {
-				return
-			}
-			err := program.Replay(ctx, envs[s.mutant.Queue.Source], s.p.Ops)
-			var v *model.Violation
-			want := s.p.Header["verdict"]
-			if !errors.As(err, &v) || !strings.HasPrefix(want, v.Error()[:strings.Index(v.Error(), ")")+1]) {
-				t.Fatalf("%s no longer catches %s with %q; replay gave: %v", s.file, s.mutant.Name, want, err)
-			}
-		})
-		for src, last := range lastUse {
-			if last == i && envs[src] != nil {
-				envs[src].Close()
-				delete(envs, src)
-			}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

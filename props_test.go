@@ -10,11 +10,14 @@ import (
 
 	"pgregory.net/rapid"
 
+	"pgqcheck/corpus"
 	"pgqcheck/internal/testflags"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
 )
+
+var reduceFor = flag.Duration("pgqcheck.reduce", 20*time.Second, "how long a failure's program may be reduced after rapid's shrinking")
 
 // TestPropQueue drives the model and the real queue side by side, one operation at a time,
 // for every queue under judgement (the built-ins, or PGQCHECK_SQL_DIR alone).
@@ -37,7 +40,7 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 	ctx := context.Background()
 	env := newEnv(t, q)
 	prop := func(rt *rapid.T) {
-		program.Begin(ctx, rt, env)
+		program.BeginRun(ctx, rt, env)
 		rt.Repeat(program.StateMachine(ctx, env, realTime))
 	}
 	if realTime {
@@ -48,18 +51,19 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 	// holds rapid's final replay of its shrunk case.
 	defer func() {
 		if t.Failed() {
-			saveFinding(t, program.Reduced(ctx, env, t.Name(), ""), q)
+			if f := program.FindingOf(ctx, env, *reduceFor); f != nil {
+				saveFinding(t, f)
+			}
 		}
 	}()
 	rapid.Check(t, prop)
 }
 
-// saveFinding logs the reduced program and saves it where TestPropPrograms replays it on every
+// saveFinding logs a finding and saves its program where TestPropPrograms replays it on every
 // `go test`: the regression corpus. A replay of a failure already saved adds nothing.
-func saveFinding(t *testing.T, f *program.Finding, q *sut.Queue) {
-	t.Logf("reduced to %d operations:\n%s", len(f.Ops), f.Report)
-	header := map[string]string{"queue": q.Ref("."), "found by": t.Name(), "found": time.Now().UTC().Format(time.RFC3339)}
-	path, fresh, err := program.Save(program.FoundDir, t.Name(), f, header)
+func saveFinding(t *testing.T, f *program.Finding) {
+	t.Logf("reduced to %d operations:\n%s", len(f.Program.Ops), f)
+	path, fresh, err := corpus.Save(".", f, t.Name())
 	if err != nil {
 		t.Logf("could not save the program: %v", err)
 		return
@@ -72,7 +76,7 @@ func saveFinding(t *testing.T, f *program.Finding, q *sut.Queue) {
 	if !fresh {
 		verb = "already saved as"
 	}
-	t.Logf("%s %s; it replays with: %s", verb, path, replay)
+	t.Logf("%s %s; it replays with: %s (or pgqcheck replay %s)", verb, path, replay, path)
 }
 
 func newEnv(t testing.TB, q *sut.Queue) *program.Env {

@@ -12,7 +12,6 @@ import (
 	"pgqcheck/linear"
 
 	"pgqcheck/model"
-	"pgqcheck/program"
 )
 
 // Entry is a hand-written program in the seed corpus: the seed's walkthrough and its release
@@ -29,21 +28,21 @@ type Entry struct {
 // on that mutant (TestCorpusCatchesMutants keeps both true).
 func Corpus() []Entry {
 	seedWalkthrough := []Step{
-		Enqueue(2),                   // jobs 1 and 2
-		Lock(0, 0),                   // the manual-locker holds job 1
-		Claim(0),                     // 2|1: the locked job is skipped
-		Release(0, program.Rollback), // the locker rolls back
-		Claim(0),                     // 1|1
-		Expire(0),                    // job 1's lease runs out
-		Claim(1),                     // 1|2
-		Complete(0, 0),               // generation 1: 0 rows
-		Complete(1, 0),               // generation 2: 1 row
+		Enqueue(2),              // jobs 1 and 2
+		Lock(0, 0),              // the manual-locker holds job 1
+		Claim(0),                // 2|1: the locked job is skipped
+		Release(0, EndRollback), // the locker rolls back
+		Claim(0),                // 1|1
+		Expire(0),               // job 1's lease runs out
+		Claim(1),                // 1|2
+		Complete(0, 0),          // generation 1: 0 rows
+		Complete(1, 0),          // generation 2: 1 row
 	}
 	staleCompletion := []Step{Enqueue(1), Claim(1), Expire(0), Claim(0), Complete(1, 0)}
 	return []Entry{
 		{Name: "seed-walkthrough", Steps: seedWalkthrough},
-		{Name: "seed-locker-cancelled", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, program.Cancel), Claim(1), Complete(1, 0)}},
-		{Name: "seed-locker-terminated", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, program.Terminate), Claim(1), Complete(1, 0)}},
+		{Name: "seed-locker-cancelled", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, EndCancel), Claim(1), Complete(1, 0)}},
+		{Name: "seed-locker-terminated", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, EndTerminate), Claim(1), Complete(1, 0)}},
 		{Name: "seed-crash-and-drain", Steps: []Step{Enqueue(3), Claim(0), Claim(1), Crash(0), Pause(1), Drain(2)}},
 
 		{Name: "mutant-claim-highest-id", Mutant: "claim-highest-id", Property: model.PClaimOrder,

@@ -21,8 +21,6 @@ package fuzz
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"pgqcheck/program"
 )
@@ -54,8 +52,9 @@ const (
 	numKinds
 )
 
-// Step is one decoded operation whose argument byte has not met a state yet: job references
-// are positions among the jobs enqueued so far, resolved when the step runs, so programs mean
+// Step is two bytes of fuzz input: an operation's code and its argument. It is an encoding,
+// not an operation: Op decodes it into one of the program package's operations, resolving job
+// references (positions among the jobs enqueued so far) when the step runs, so programs mean
 // the same on any queue whatever ids it hands out.
 type Step struct {
 	Kind Kind
@@ -81,49 +80,62 @@ func Encode(steps []Step) []byte {
 	return out
 }
 
-// Constructors for writing programs by hand (the seed corpus).
-func Enqueue(n int) Step                { return Step{KEnqueue, byte(n - 1)} }
-func Claim(w int) Step                  { return Step{KClaim, byte(w)} }
-func Complete(w, back int) Step         { return Step{KComplete, byte(w + Workers*back)} }
-func Expire(job int) Step               { return Step{KExpire, byte(job)} }
-func Lock(l, job int) Step              { return Step{KLock, byte(l + Lockers*job)} }
-func Release(l int, h program.How) Step { return Step{KRelease, byte(l + Lockers*int(h))} }
-func Crash(w int) Step                  { return Step{KCrash, byte(w)} }
-func Drain(w int) Step                  { return Step{KDrain, byte(w)} }
-func Pause(w int) Step                  { return Step{KPause, byte(w)} }
+// How a locker's transaction ends, in the encoding's order.
+type End int
 
-// Op resolves a step against the current state. ok is false when it names a job and there is
-// none yet.
-func (s Step) Op(e *program.Env) (op program.Op, ok bool) {
+const (
+	EndCommit End = iota
+	EndRollback
+	EndCancel
+	EndTerminate
+)
+
+// Constructors for writing programs by hand (the seed corpus).
+func Enqueue(n int) Step          { return Step{KEnqueue, byte(n - 1)} }
+func Claim(w int) Step            { return Step{KClaim, byte(w)} }
+func Complete(w, back int) Step   { return Step{KComplete, byte(w + Workers*back)} }
+func Expire(job int) Step         { return Step{KExpire, byte(job)} }
+func Lock(l, job int) Step        { return Step{KLock, byte(l + Lockers*job)} }
+func Release(l int, how End) Step { return Step{KRelease, byte(l + Lockers*int(how))} }
+func Crash(w int) Step            { return Step{KCrash, byte(w)} }
+func Drain(w int) Step            { return Step{KDrain, byte(w)} }
+func Pause(w int) Step            { return Step{KPause, byte(w)} }
+
+// Op decodes a step into the operation it stands for, resolving job positions against the
+// world: the fuzzer's programs are the program package's operations. ok is false when the step
+// names a job and there is none yet.
+func (s Step) Op(w *program.World) (op program.Op, ok bool) {
 	a := int(s.Arg)
 	job := func(i int) (int64, bool) {
-		jobs := e.Model.Jobs()
-		if len(jobs) == 0 {
+		if len(w.Jobs) == 0 {
 			return 0, false
 		}
-		return jobs[i%len(jobs)].ID, true
+		return w.Jobs[i%len(w.Jobs)], true
 	}
+	worker := program.WorkerName(a % Workers)
+	locker := program.LockerName(a % Lockers)
 	switch s.Kind {
 	case KEnqueue:
 		return program.Enqueue{N: 1 + a%3}, true
 	case KClaim:
-		return program.Claim{W: a % Workers}, true
+		return program.Claim{S: worker}, true
 	case KComplete:
-		return program.Complete{W: a % Workers, Back: (a / Workers) % 3}, true
+		return program.Complete{S: worker, Back: (a / Workers) % 3}, true
 	case KExpire:
 		id, ok := job(a)
 		return program.Expire{Job: id}, ok
 	case KLock:
 		id, ok := job(a / Lockers)
-		return program.Lock{L: a % Lockers, Job: id}, ok
+		return program.Lock{S: locker, Job: id}, ok
 	case KRelease:
-		return program.Release{L: a % Lockers, How: program.How((a / Lockers) % 4)}, true
+		ends := []program.Op{program.Commit{S: locker}, program.Rollback{S: locker}, program.Cancel{S: locker}, program.Terminate{S: locker}}
+		return ends[(a/Lockers)%4], true
 	case KCrash:
-		return program.Crash{W: a % Workers}, true
+		return program.Crash{W: worker}, true
 	case KDrain:
-		return program.Drain{W: a % Workers}, true
+		return program.Drain{S: worker}, true
 	case KPause:
-		return program.Pause{W: a % Workers}, true
+		return program.Pause{W: worker}, true
 	}
 	return nil, false
 }
@@ -134,8 +146,8 @@ func Run(ctx context.Context, e *program.Env, steps []Step) error {
 		return &program.HarnessError{Err: err}
 	}
 	for _, s := range steps {
-		op, ok := s.Op(e)
-		if !ok || !op.Applicable(e) {
+		op, ok := s.Op(e.W)
+		if !ok || !op.Applicable(e.W) {
 			continue
 		}
 		if err := e.Step(ctx, op); err != nil {
@@ -143,36 +155,4 @@ func Run(ctx context.Context, e *program.Env, steps []Step) error {
 		}
 	}
 	return nil
-}
-
-// String prints steps abstractly (job positions, not ids), for corpus listings.
-func String(steps []Step) string {
-	var b strings.Builder
-	for i, s := range steps {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		a := int(s.Arg)
-		switch s.Kind {
-		case KEnqueue:
-			fmt.Fprintf(&b, "enqueue %d", 1+a%3)
-		case KClaim:
-			fmt.Fprintf(&b, "w%d claim", a%Workers)
-		case KComplete:
-			fmt.Fprintf(&b, "w%d complete newest-%d", a%Workers, (a/Workers)%3)
-		case KExpire:
-			fmt.Fprintf(&b, "expire job #%d", a)
-		case KLock:
-			fmt.Fprintf(&b, "locker%d lock job #%d", a%Lockers, a/Lockers)
-		case KRelease:
-			fmt.Fprintf(&b, "locker%d %s", a%Lockers, program.How((a/Lockers)%4))
-		case KCrash:
-			fmt.Fprintf(&b, "w%d crash", a%Workers)
-		case KDrain:
-			fmt.Fprintf(&b, "w%d drain", a%Workers)
-		case KPause:
-			fmt.Fprintf(&b, "w%d pause", a%Workers)
-		}
-	}
-	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pgqcheck/model"
+	"pgqcheck/program"
 )
 
 // chaos injects the faults of a stress run from one goroutine: it expires leases (mostly those
@@ -20,8 +21,8 @@ import (
 type chaos struct {
 	r      *run
 	rng    *rand.Rand
-	c      *Client // expiries
-	locker *Client
+	c      *actor // expiries
+	locker *actor
 	reader *Client
 	done   map[int64]bool // jobs an earlier snapshot saw done
 }
@@ -32,11 +33,12 @@ func (ch *chaos) snapshot() {
 	if ch.done == nil {
 		ch.done = map[int64]bool{}
 	}
-	rows, err := ch.reader.Snapshot(ch.r.ctx, ch.r.knownIDs(), func(row model.Row) bool { return ch.done[row.ID] })
-	if err != nil {
+	f := &Flight{Stmt: program.Stmt{Kind: program.KSnapshot}, Known: ch.r.knownIDs(), Omit: func(row model.Row) bool { return ch.done[row.ID] }}
+	res, _, err := ch.reader.Do(ch.r.ctx, f)
+	if err != nil || res.Err != nil {
 		return
 	}
-	for _, row := range rows {
+	for _, row := range res.Rows {
 		if row.State == model.Done {
 			ch.done[row.ID] = true
 		}
@@ -81,16 +83,16 @@ func (ch *chaos) target() (int64, bool) {
 	start := ch.rng.IntN(len(ws))
 	for i := range ws {
 		if t := ws[(start+i)%len(ws)].paused.Load(); t != nil && ch.rng.IntN(10) < 8 {
-			return t.id, true
+			return t.ID, true
 		}
 	}
 	t, ok := ch.r.recentClaim(ch.rng)
-	return t.id, ok
+	return t.ID, ok
 }
 
 func (ch *chaos) expire() {
 	if id, ok := ch.target(); ok {
-		_, _ = ch.c.Expire(ch.r.ctx, id)
+		ch.c.Do(ch.r.ctx, program.Expire{S: ch.c.c.Name, Job: id})
 	}
 }
 
@@ -128,25 +130,19 @@ func (ch *chaos) lock() {
 			return
 		}
 	}
-	if err := ch.locker.ensure(ctx); err != nil {
-		return
-	}
 	l := ch.locker
-	s := l.Session()
-	call := r.rec.Now()
-	if err := s.Begin(ctx); err != nil {
+	name := l.c.Name
+	if rs, err := l.Do(ctx, program.Lock{S: name, Job: id}); err != nil || len(rs) == 0 || rs[len(rs)-1].Err != nil {
+		if l.s.InTxn {
+			l.Do(ctx, program.Rollback{S: name})
+		}
 		return
 	}
-	if err := s.Lock(ctx, id); err != nil {
-		_ = s.Rollback(ctx)
-		return
-	}
-	r.rec.Add(Op{Client: l.id, Session: l.label(), Input: model.Input{Kind: model.OpLock, Job: id}, Call: call, Return: r.rec.Now()})
 	faulted := false
 	hold := time.Duration(1+ch.rng.IntN(8)) * time.Millisecond
 	for end := time.Now().Add(hold); time.Now().Before(end) && !r.stopped(); {
 		time.Sleep(500 * time.Microsecond)
-		for _, b := range ch.waitingBehind(ctx, l.PID()) {
+		for _, b := range ch.waitingBehind(ctx, l.c.PID()) {
 			w := b.w
 			// Judge by the statement the server says is waiting, not by what the client has in
 			// flight: a worker may have moved on to a claim since the server was asked.
@@ -199,48 +195,30 @@ func (ch *chaos) waitingBehind(ctx context.Context, pid uint32) []blocked {
 }
 
 // release ends the locker's transaction by commit, rollback, a cancelled statement, or a
-// terminated backend, and records when the lock was gone for sure.
+// terminated backend; the client records when the lock was gone for sure.
 func (ch *chaos) release(ctx context.Context, id int64) {
 	r, l := ch.r, ch.locker
-	s := l.Session()
-	call := r.rec.Now()
-	var err error
+	name := l.c.Name
 	switch x := ch.rng.IntN(100); {
 	case x < 40:
-		err = s.Commit(ctx)
+		l.Do(ctx, program.Commit{S: name})
 	case x < 70:
-		err = s.Rollback(ctx)
+		l.Do(ctx, program.Rollback{S: name})
 	case x < 85:
-		done := make(chan error, 1)
-		go func() { done <- s.Sleep(ctx, time.Minute) }()
-		if err = r.in.WaitFor(ctx, s.PID, "PgSleep"); err == nil {
-			r.rec.Fault("cancel", l.label())
-			err = r.in.Cancel(ctx, s.PID)
+		r.rec.Fault("cancel", l.c.label())
+		call := l.c.Now()
+		if err := program.CancelIdle(ctx, r.in, l.c.Session()); err != nil {
+			// When the lock's end is unknown, the backend is ended so that it is over for sure.
+			_ = r.in.Terminate(ctx, l.c.PID())
+			l.c.Lost()
 		} else {
-			_ = r.in.Cancel(ctx, s.PID)
+			l.c.Ended(call)
 		}
-		if serr := <-done; serr == nil && err == nil {
-			err = fmt.Errorf("pg_sleep was not cancelled")
-		}
-		if rerr := s.Rollback(ctx); err == nil {
-			err = rerr
-		}
+		l.s.InTxn, l.s.Locks = false, nil
 	default:
-		r.rec.Fault("terminate", l.label())
-		err = r.in.Terminate(ctx, s.PID)
-		l.Close()
-	}
-	out := model.Output{}
-	ret := r.rec.Now()
-	if err != nil {
-		// The lock is gone once the backend is; when that moment is unknown, so is the release.
-		out = model.Output{Outcome: model.Unknown, Err: err.Error()}
-		ret = Never
-		_ = r.in.Terminate(ctx, s.PID)
-		l.Close()
-	}
-	r.rec.Add(Op{Client: l.id, Session: l.label(), Input: model.Input{Kind: model.OpUnlock, Job: id}, Output: out, Call: call, Return: ret})
-	if ret == Never {
-		l.id = r.rec.NewClient()
+		r.rec.Fault("terminate", l.c.label())
+		_ = r.in.Terminate(ctx, l.c.PID())
+		l.c.Lost()
+		l.s.InTxn, l.s.Locks = false, nil
 	}
 }

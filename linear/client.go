@@ -6,18 +6,22 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"pgqcheck/model"
+	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
-// Client is one session's view of the queue that records every operation it runs. When its
-// connection is lost it reconnects on the next operation, as a new porcupine client: an
-// operation with an unknown outcome never returns, so the same client could not issue another
-// without overlapping it (etcd's robustness tests start a new stream id the same way).
+// Client is one session's view of the queue, and the only recorder of what sessions ask and
+// are answered: stress traffic, scheduled interleavings and drains all send their statements
+// (program.Stmt) through it. It knows the session's transaction, so that a statement inside
+// one takes effect when its COMMIT returns, none when it rolls back, and maybe when the
+// COMMIT's answer was lost. When its connection is lost it reconnects on the next statement,
+// as a new porcupine client: an operation with an unknown outcome never returns, so the same
+// client could not issue another without overlapping it (etcd's robustness tests start a new
+// stream id the same way).
 type Client struct {
 	Name string
 
@@ -30,15 +34,17 @@ type Client struct {
 	id int
 
 	lives atomic.Int32 // sessions so far; the chaos goroutine reads it to name its targets
+	pid   atomic.Uint32
 
-	pid      atomic.Uint32
-	inflight atomic.Value // model.OpKind of the statement in flight, "" when idle
+	// The open transaction, as recorded: its operations return when it commits.
+	inTxn, aborted bool
+	pend           []Op
+	locked         []int64
 }
 
 // Dial connects a client named name.
 func Dial(ctx context.Context, in *sut.Installed, name string, rec *Recorder, opts sut.SessionOptions) (*Client, error) {
 	c := &Client{Name: name, in: in, rec: rec, opts: opts}
-	c.inflight.Store(model.OpKind(""))
 	if err := c.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -61,17 +67,30 @@ func (c *Client) connect(ctx context.Context) error {
 	return nil
 }
 
+// Record starts recording into rec (a new run's history), as a fresh porcupine client with
+// nothing open. The connection is kept.
+func (c *Client) Record(rec *Recorder) {
+	c.rec = rec
+	c.id = rec.NewClient()
+	c.lives.Store(1)
+	c.inTxn, c.aborted, c.pend, c.locked = false, false, nil, nil
+}
+
 // PID is the backend pid of the current session (0 while disconnected).
 func (c *Client) PID() uint32 { return c.pid.Load() }
 
-// InFlight is the kind of operation the client is running now, "" when idle.
-func (c *Client) InFlight() model.OpKind { return c.inflight.Load().(model.OpKind) }
-
-// Session is the current session, for statements the harness runs itself (BEGIN, COMMIT).
+// Session is the current session.
 func (c *Client) Session() *sut.Session {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.s
+}
+
+// Connected reports whether the client holds a live connection.
+func (c *Client) Connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.s != nil && !c.s.Conn().IsClosed()
 }
 
 // Close ends the session.
@@ -95,17 +114,10 @@ func (c *Client) label() string {
 
 // ensure reconnects a session whose connection was lost.
 func (c *Client) ensure(ctx context.Context) error {
-	c.mu.Lock()
-	dead := c.s == nil || c.s.Conn().IsClosed()
-	if dead && c.s != nil {
-		c.s.Close()
-		c.s = nil
-		c.pid.Store(0)
-	}
-	c.mu.Unlock()
-	if !dead {
+	if c.Connected() {
 		return nil
 	}
+	c.Close()
 	return c.connect(ctx)
 }
 
@@ -116,129 +128,212 @@ func (c *Client) now() int64 {
 	return c.rec.Now()
 }
 
-// do runs one queue statement and records it. The outcome of a failed statement is decided by
-// outcomeOf; an unknown one is recorded at +infinity and retires the client id.
-func (c *Client) do(ctx context.Context, in model.Input, run func(s *sut.Session) (model.Output, error)) (model.Output, error) {
+// Flight is a statement sent and not yet recorded.
+type Flight struct {
+	Stmt program.Stmt
+	// Strict marks a claim no other session could race (see model.Input).
+	Strict bool
+	// Known is, for a snapshot, the ids whose enqueue returned before it was called; Omit
+	// leaves rows out of the record (they are then not absent either).
+	Known []int64
+	Omit  func(model.Row) bool
+	// Faulted: the harness cancelled or terminated this statement, so its failure is expected.
+	Faulted bool
+
+	call int64
+	done chan program.Result
+	res  *program.Result
+}
+
+// Send sends a statement on its own goroutine and returns at once.
+func (c *Client) Send(ctx context.Context, f *Flight) error {
 	if err := c.ensure(ctx); err != nil {
-		return model.Output{Outcome: model.NotSent}, err
+		return err
 	}
 	s := c.Session()
-	c.inflight.Store(in.Kind)
-	call := c.now()
-	out, err := run(s)
+	f.done = make(chan program.Result, 1)
+	f.call = c.now()
+	go func() { f.done <- f.Stmt.Exec(ctx, s) }()
+	return nil
+}
+
+// Returned reports, without waiting, whether the statement's answer has come back.
+func (f *Flight) Returned() bool {
+	if f.res != nil {
+		return true
+	}
+	select {
+	case r := <-f.done:
+		f.res = &r
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits for the statement's answer.
+func (f *Flight) Wait() program.Result {
+	if f.res == nil {
+		r := <-f.done
+		f.res = &r
+	}
+	return *f.res
+}
+
+// Do sends a statement, waits for it and records it.
+func (c *Client) Do(ctx context.Context, f *Flight) (program.Result, *model.Violation, error) {
+	if err := c.Send(ctx, f); err != nil {
+		return program.Result{Out: model.Output{Outcome: model.NotSent}, Err: err}, nil, err
+	}
+	r := f.Wait()
+	return r, c.Land(f), nil
+}
+
+// Land records a statement whose answer came back (Wait or Returned first). It returns the
+// violation an unexpected error is (property 9, or a claim of two rows), which is also kept
+// in the history's findings; errors the harness caused are not violations.
+func (c *Client) Land(f *Flight) *model.Violation {
+	r := f.Wait()
 	ret := c.now()
-	c.inflight.Store(model.OpKind(""))
-	if err != nil {
-		out = model.Output{Outcome: outcomeOf(err), Err: errText(err)}
-		if out.Outcome == model.Unknown {
-			ret = Never
-		}
-		if v := unexpected(in.Kind, err); v != nil && c.rec != nil {
+	st := f.Stmt
+	var v *model.Violation
+	if r.Err != nil && !errors.Is(r.Err, sut.ErrRolledBack) && !f.Faulted {
+		if v = unexpected(st.OpKind(), r.Err); v != nil && c.rec != nil {
 			c.rec.Finding(v)
 		}
 	}
-	if c.rec != nil {
-		c.rec.Add(Op{Client: c.id, Session: c.label(), Input: in, Output: out, Call: call, Return: ret})
-		if ret == Never {
-			c.id = c.rec.NewClient()
+	dead := r.Err != nil && !c.Connected()
+	op := Op{Client: c.id, Session: c.label(), Call: f.call, Return: ret}
+	switch st.Kind {
+	case program.KEnqueue, program.KClaim, program.KComplete, program.KExpire:
+		op.Input, op.Output = st.Input(), r.Out
+		op.Input.Strict = st.Kind == program.KClaim && f.Strict
+		switch {
+		case r.Err != nil && c.inTxn:
+			// A failed statement aborts its transaction, which can then only roll back.
+			op.Output = model.Output{Outcome: model.Aborted, Err: errText(r.Err)}
+			c.add(op)
+			c.aborted = true
+		case r.Err != nil:
+			op.Output = model.Output{Outcome: outcomeOf(r.Err), Err: errText(r.Err)}
+			if op.Output.Outcome == model.Unknown {
+				op.Return = Never
+			}
+			c.add(op)
+			if op.Return == Never {
+				c.retire()
+			}
+		case c.inTxn && !(st.Kind == program.KClaim && !r.Out.Found):
+			c.pend = append(c.pend, op) // takes effect when the transaction commits
+		default:
+			c.add(op) // autocommit, or an empty claim, which changes nothing either way
 		}
-	}
-	return out, err
-}
-
-// Enqueue adds a job with a payload unique to it.
-func (c *Client) Enqueue(ctx context.Context, payload string) (model.Output, error) {
-	return c.do(ctx, model.Input{Kind: model.OpEnqueue, Payload: payload}, func(s *sut.Session) (model.Output, error) {
-		id, err := s.Enqueue(ctx, payload)
-		return model.Output{Job: id}, err
-	})
-}
-
-// Claim asks for a job. strict marks a claim that no other session could race (see model.Input).
-func (c *Client) Claim(ctx context.Context, lease time.Duration, strict bool) (model.Output, error) {
-	return c.do(ctx, model.Input{Kind: model.OpClaim, Strict: strict}, func(s *sut.Session) (model.Output, error) {
-		id, gen, ok, err := s.Claim(ctx, lease)
-		return model.Output{Found: ok, Job: id, Gen: gen}, err
-	})
-}
-
-// Complete presents a token.
-func (c *Client) Complete(ctx context.Context, id, gen int64) (model.Output, error) {
-	return c.do(ctx, model.Input{Kind: model.OpComplete, Job: id, Gen: gen}, func(s *sut.Session) (model.Output, error) {
-		n, err := s.Complete(ctx, id, gen)
-		return model.Output{Rows: n}, err
-	})
-}
-
-// Expire ends a job's lease.
-func (c *Client) Expire(ctx context.Context, id int64) (model.Output, error) {
-	return c.do(ctx, model.Input{Kind: model.OpExpire, Job: id}, func(s *sut.Session) (model.Output, error) {
-		return model.Output{}, s.Expire(ctx, id)
-	})
-}
-
-// Snapshot reads every row and records one observation per job: every row it returned
-// (except those omit leaves out), and an absence for each id in known (jobs whose enqueue
-// returned before the snapshot was called) that it did not return.
-func (c *Client) Snapshot(ctx context.Context, known []int64, omit func(model.Row) bool) ([]model.Row, error) {
-	if err := c.ensure(ctx); err != nil {
-		return nil, err
-	}
-	s := c.Session()
-	c.inflight.Store(model.OpObserve)
-	call := c.now()
-	rows, err := s.Snapshot(ctx)
-	ret := c.now()
-	c.inflight.Store(model.OpKind(""))
-	if err != nil {
-		if v := unexpected(model.OpObserve, err); v != nil && c.rec != nil {
-			c.rec.Finding(v)
-		}
-		return nil, err // a snapshot that did not come back observed nothing
-	}
-	if c.rec != nil {
-		kept := rows
-		if omit != nil {
-			kept = nil
-			for _, r := range rows {
-				if !omit(r) {
-					kept = append(kept, r)
-				}
+	case program.KSnapshot:
+		if r.Err == nil && c.rec != nil {
+			for _, o := range observe(r.Rows, f.Known, f.Omit) {
+				c.add(Op{Client: c.id, Session: c.label(), Input: o.in, Output: o.out, Call: f.call, Return: ret})
 			}
 		}
-		var omitted map[int64]bool
-		if len(kept) < len(rows) {
-			omitted = map[int64]bool{}
-			for _, r := range rows {
-				omitted[r.ID] = true
-			}
+	case program.KBegin:
+		if r.Err == nil {
+			c.inTxn = true
 		}
-		for _, o := range observe(kept, known, omitted) {
-			c.rec.Add(Op{Client: c.id, Session: c.label(), Input: o.in, Output: o.out, Call: call, Return: ret})
+	case program.KLock:
+		if r.Err == nil {
+			c.locked = append(c.locked, st.Job)
+			c.add(Op{Client: c.id, Session: c.label(), Input: st.Input(), Call: f.call, Return: ret})
+		} else if c.inTxn {
+			c.aborted = true
 		}
+	case program.KCommit, program.KRollback:
+		commit := st.Kind == program.KCommit
+		unknown := commit && r.Err != nil && !errors.Is(r.Err, sut.ErrRolledBack) && outcomeOf(r.Err) == model.Unknown && !c.aborted
+		c.endTxn(f.call, ret, commit && r.Err == nil && !c.aborted, unknown)
+	case program.KSleep:
 	}
-	return rows, nil
+	if dead {
+		c.Lost()
+	}
+	return v
 }
+
+func (c *Client) add(op Op) {
+	if c.rec != nil {
+		c.rec.Add(op)
+	}
+}
+
+// retire starts a new porcupine client after an unknown outcome.
+func (c *Client) retire() {
+	if c.rec != nil {
+		c.id = c.rec.NewClient()
+	}
+}
+
+// endTxn resolves the open transaction's operations: committed, they return with the COMMIT;
+// rolled back, they had no effect; when the COMMIT's answer was lost, their outcome is unknown.
+func (c *Client) endTxn(call, ret int64, committed, unknown bool) {
+	for _, op := range c.pend {
+		switch {
+		case committed:
+			op.Return = ret
+		case unknown:
+			op.Output.Outcome = model.Unknown
+			op.Return = Never
+		default:
+			op.Output.Outcome = model.Aborted
+			op.Return = ret
+		}
+		c.add(op)
+	}
+	for _, id := range c.locked {
+		out, at := model.Output{}, ret
+		if unknown {
+			out, at = model.Output{Outcome: model.Unknown}, Never
+		}
+		c.add(Op{Client: c.id, Session: c.label(), Input: model.Input{Kind: model.OpUnlock, Job: id}, Output: out, Call: call, Return: at})
+	}
+	if unknown {
+		c.retire()
+	}
+	c.pend, c.locked, c.inTxn, c.aborted = nil, nil, false, false
+}
+
+// Lost handles a session whose connection is gone: an open transaction never committed (its
+// COMMIT was never sent). The client reconnects, as a new life, on its next statement.
+func (c *Client) Lost() {
+	if c.inTxn {
+		now := c.now()
+		c.endTxn(now, c.now(), false, false)
+	}
+	c.Close()
+}
+
+// Ended records a transaction the harness ended itself (a cancelled idle transaction that the
+// client then rolled back): its operations had no effect, its locks are gone.
+func (c *Client) Ended(call int64) {
+	c.endTxn(call, c.now(), false, false)
+}
+
+// Now is the recorder's clock ("" recorder: 0).
+func (c *Client) Now() int64 { return c.now() }
 
 type observation struct {
 	in  model.Input
 	out model.Output
 }
 
-func observations(rows []model.Row, known []int64) []observation {
-	return observe(rows, known, nil)
-}
-
-// observe is observations, where present names rows the snapshot returned but the caller
-// left out (they are not absent).
-func observe(rows []model.Row, known []int64, present map[int64]bool) []observation {
+// observe turns a snapshot into one observation per job: every row it returned (except those
+// omit leaves out, which are not absent either), and an absence for each id in known that it
+// did not return.
+func observe(rows []model.Row, known []int64, omit func(model.Row) bool) []observation {
 	seen := map[int64]bool{}
-	for id := range present {
-		seen[id] = true
-	}
 	var out []observation
 	for _, r := range rows {
 		seen[r.ID] = true
+		if omit != nil && omit(r) {
+			continue
+		}
 		live := r.LeaseLive && r.State == model.Running
 		out = append(out, observation{model.Input{Kind: model.OpObserve, Job: r.ID}, model.Output{Found: true, State: r.State, Gen: r.Generation, Live: live}})
 	}
@@ -311,6 +406,9 @@ func unexpected(kind model.OpKind, err error) *model.Violation {
 	var se *sut.StatementError
 	if errors.As(err, &se) {
 		return model.Violate(model.PNoErrors, "%s failed with SQLSTATE %s: %s", se.File, se.SQLState, se.Msg)
+	}
+	if kind == "" {
+		kind = "statement"
 	}
 	return model.Violate(model.PNoErrors, "%s failed: %s", kind, errText(err))
 }

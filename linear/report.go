@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"pgqcheck/model"
+	"pgqcheck/program"
 )
 
 // Files in a report folder.
@@ -23,6 +23,9 @@ const (
 	// ReportFuzzInput is a scheduled run's choices as a FuzzScheduled corpus file: the same
 	// run replayed by `go test ./fuzz` once copied into fuzz/testdata/fuzz/FuzzScheduled/.
 	ReportFuzzInput = "fuzz-input"
+	// ReportProgram is a scheduled run as a program whose lines are its interleaving: what
+	// `pgqcheck replay` and TestPropPrograms run again.
+	ReportProgram = "program.ops"
 )
 
 // EnvHistory names the variable that makes `go test -run TestLinearHistories .` re-check one
@@ -34,7 +37,7 @@ func NewReportDir(root, name string) (string, error) {
 	if root == "" {
 		root = os.TempDir()
 	}
-	return os.MkdirTemp(root, "pgqcheck-linear-"+SafeName(name)+"-")
+	return os.MkdirTemp(root, "pgqcheck-linear-"+program.SafeName(name)+"-")
 }
 
 // FixedReportDir empties and returns a report folder whose path depends on name alone, for
@@ -44,17 +47,13 @@ func FixedReportDir(root, name string) (string, error) {
 	if root == "" {
 		root = os.TempDir()
 	}
-	dir := filepath.Join(root, "pgqcheck-linear-"+SafeName(name))
+	dir := filepath.Join(root, "pgqcheck-linear-"+program.SafeName(name))
 	if err := os.RemoveAll(dir); err != nil {
 		return "", err
 	}
 	return dir, os.MkdirAll(dir, 0o755)
 }
 
-var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-// SafeName turns a name into a file-name part.
-func SafeName(s string) string { return strings.Trim(unsafeChars.ReplaceAllString(s, "-"), "-") }
 
 // WriteReport writes a failing verdict's report folder: the history, the failing job's
 // operations, porcupine's timeline of that job alone (a whole history's timeline can run to

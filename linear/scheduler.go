@@ -8,13 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
 	"pgregory.net/rapid"
 
 	"pgqcheck/model"
-	ops "pgqcheck/program"
+	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
@@ -52,83 +53,144 @@ func (c ScheduledConfig) withDefaults(q *sut.Queue) ScheduledConfig {
 	return c
 }
 
-// Scheduler runs scheduled programs against one installed queue. Its sessions survive from
-// one run to the next (a run costs a reset, not connections). It is not safe for concurrent use.
+// Scheduler runs scheduled programs against one installed queue: it decides which session
+// moves next, sees statements wait for row locks in Postgres (pg_blocking_pids) rather than
+// guessing with sleeps, and injects the faults the program names. Its clients record the
+// history; the operations are the program package's. Its sessions survive from one run to the
+// next (a run costs a reset, not connections). It is not safe for concurrent use.
 type Scheduler struct {
-	ctx  context.Context
-	in   *sut.Installed
-	cfg  ScheduledConfig
-	sess []*ssess
-	// lastFailure is the choices of the last run that failed; lastReport, its report folder.
-	lastFailure choiceLog
-	lastReport  string
+	ctx     context.Context
+	in      *sut.Installed
+	cfg     ScheduledConfig
+	clients []*Client
+	last    *program.Finding // the last failing run's
+	// lastMarks locate the last failing run's choices in its fuzz input, for ShrinkInput.
+	lastMarks []mark
 }
 
 // NewScheduler prepares scheduled mode for an installed queue. Close it when done.
 func NewScheduler(ctx context.Context, in *sut.Installed, cfg ScheduledConfig) *Scheduler {
-	cfg = cfg.withDefaults(in.Queue)
-	s := &Scheduler{ctx: ctx, in: in, cfg: cfg}
-	for i := 0; i < cfg.Sessions; i++ {
-		s.sess = append(s.sess, &ssess{name: sessionName(i)})
-	}
-	return s
+	return &Scheduler{ctx: ctx, in: in, cfg: cfg.withDefaults(in.Queue)}
 }
 
-// LastFailure is the choices of the last run that failed, as a FuzzScheduled input: after a
-// rapid search, the shrunk failure's (rapid ends by replaying it).
-func (s *Scheduler) LastFailure() []byte { return s.lastFailure.bytes }
-
-// LastReport is the report folder of the last run that failed ("" if it could not be written).
-func (s *Scheduler) LastReport() string { return s.lastReport }
+// Last is the last failing run's finding: after a rapid search, the shrunk failure's (rapid
+// ends by replaying it). Nil when no run failed.
+func (s *Scheduler) Last() *program.Finding { return s.last }
 
 // Close ends every session, whatever it was doing.
 func (s *Scheduler) Close() {
-	for _, x := range s.sess {
-		s.abandon(x)
+	for _, c := range s.clients {
+		c.Close()
 	}
 }
 
 // Property is the rapid property of scheduled mode: draw a program and a schedule, run them,
 // drain the queue, and check the history. It fails with the broken property.
-func (s *Scheduler) Property(t *rapid.T) {
-	s.run(t, &rapidChoices{t: t})
-}
+func (s *Scheduler) Property(t *rapid.T) { s.run(t, &rapidChoices{t: t}, nil) }
 
 // RunBytes is one run of scheduled mode whose choices come from data (FuzzScheduled's input),
 // one byte a choice, as Property's would come from rapid. It fails t with the broken property.
-func (s *Scheduler) RunBytes(t Failer, data []byte) {
-	s.run(t, &byteChoices{data: data})
-}
+func (s *Scheduler) RunBytes(t Failer, data []byte) { s.run(t, &byteChoices{data: data}, nil) }
+
+// RunProgram runs a saved scheduled program: its lines are the interleaving. It fails t with
+// the broken property.
+func (s *Scheduler) RunProgram(t Failer, p *program.Program) { s.run(t, nil, p) }
 
 // Failer is what a failing run reports to: a *rapid.T, or a *testing.T under the fuzzer.
-type Failer = ops.Failer
+type Failer = program.Failer
 
-func (s *Scheduler) run(t Failer, c chooser) {
-	t.Helper()
-	p := drawProgram(c, s.cfg, s.in.Queue.Lock != "")
-	r := &srun{s: s, t: t, c: c, rec: NewRecorder(true), sess: s.sess[:len(p.lengths)], p: p}
-	defer r.settle()
-	if err := r.start(); err != nil {
-		t.Fatalf("harness: %v", err)
+// Sessions is how many sessions a saved scheduled program names (its header, else its lines).
+func Sessions(p *program.Program) int {
+	if n, err := strconv.Atoi(p.Header[program.HeaderSessions]); err == nil && n > 0 {
+		return n
 	}
-	for _, po := range p.prefix {
-		x := r.sess[po.session]
-		x.ops = []sop{po.op}
-		for r.pending(x) {
-			r.step(x)
-			r.quiesce(false)
+	n := 2
+	for _, op := range p.Ops {
+		var i int
+		if st, ok := op.(program.Step); ok {
+			if _, err := fmt.Sscanf(st.On(), "s%d", &i); err == nil && i+1 > n {
+				n = i + 1
+			}
 		}
 	}
-	for i, n := range p.lengths {
-		r.sess[i].idx, r.sess[i].left = i, n
+	return n
+}
+
+// srun is one run of a scheduled program.
+type srun struct {
+	s     *Scheduler
+	t     Failer
+	c     chooser
+	rec   *Recorder
+	w     *program.World
+	conns []*Client
+	x     []*sched // per session
+	trace []string
+	ran   []program.Op // every step issued, in order: the program that replays the run
+	// draining: the run's own operations are over; the drain's steps are not part of its program.
+	draining  bool
+	sessions  int
+	drawnProg *drawn
+}
+
+// sched is a session's scheduling state.
+type sched struct {
+	s     *program.Session
+	c     *Client
+	idx   int
+	parts []program.Op // what is left of its current operation
+	left  int          // suffix operations not drawn yet
+	fl    *Flight
+	line  int  // the trace line of the statement in flight
+	waits bool // it was seen waiting for a row lock
+	// results collects what the session's statements answered, for a procedure's step.
+	results []program.Result
+}
+
+func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
+	t.Helper()
+	var d *drawn
+	n := 0
+	if saved != nil {
+		n = Sessions(saved)
+	} else {
+		d = drawProgram(c, s.cfg, s.in.Queue.Lock != "")
+		n = len(d.lengths)
 	}
-	r.trace = append(r.trace, "-- concurrent --")
-	r.concurrent()
+	r := &srun{s: s, t: t, c: c, rec: NewRecorder(true), sessions: n}
+	s.last = nil
+	defer r.abandon()
+	if err := r.start(n); err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	if saved != nil {
+		for _, op := range saved.Ops {
+			r.replayLine(op)
+		}
+		r.settle()
+	} else {
+		for _, op := range d.prefix {
+			x := r.session(op)
+			x.parts = flatten(op)
+			for r.pending(x) {
+				r.step(x)
+				r.quiesce(false)
+			}
+		}
+		for i, k := range d.lengths {
+			r.x[i].left = k
+		}
+		r.trace = append(r.trace, "-- concurrent --")
+		r.concurrent(d)
+	}
 	r.trace = append(r.trace, "-- drain --")
-	r.drain()
+	r.draining = true
+	if err := (program.Drain{S: SessionName(0)}).Run(s.ctx, r); err != nil {
+		r.harness(err)
+	}
 	h := r.rec.History(s.in.Queue.Source, "scheduled")
 	h.Drained = true
-	h.Program = r.program()
+	h.Program = r.listing()
 	v := Check(h, s.cfg.CheckTimeout)
 	if s.cfg.Trace != nil {
 		fmt.Fprintf(s.cfg.Trace, "%s%s\n\n", h.Program, v)
@@ -138,285 +200,204 @@ func (s *Scheduler) run(t Failer, c chooser) {
 	}
 }
 
-// ssess is one scheduled session.
-type ssess struct {
-	name   string
-	S      *sut.Session
-	client int
-	lives  int
-
-	idx     int
-	ops     []sop  // operations not started (the prefix's)
-	left    int    // suffix operations not drawn yet
-	stmts   []stmt // what is left of the current operation
-	tokens  []token
-	inTxn   bool
-	aborted bool // the open transaction failed: it can only roll back
-	claimed bool // the open transaction's claim returned a job
-	pend    []Op // the open transaction's operations, returned when it commits
-	locked  int64
-	fl      *flight
-	faulted bool // the harness cancelled or terminated the current statement or transaction
-}
-
-type stmtKind int
-
-const (
-	sEnqueue stmtKind = iota
-	sClaim
-	sComplete
-	sExpire
-	sSnapshot
-	sBegin
-	sLock
-	sCommit
-	sRollback
-)
-
-type stmt struct {
-	kind      stmtKind
-	back      int
-	job       int64
-	inTxnOnly bool // a completion that belongs to its transaction's claim
-}
-
-// flight is a statement sent and not yet handled.
-type flight struct {
-	st      stmt
-	tok     token  // complete: the token presented
-	payload string // enqueue
-	job     int64  // expire: the job, resolved when issued
-	strict  bool
-	call    int64
-	line    int // its line in the trace
-	done    chan result
-	res     *result // received, not yet handled
-	waits   bool
-	known   []int64 // snapshot: ids whose enqueue had returned when it was called
-}
-
-type result struct {
-	out  model.Output
-	rows []model.Row
-	err  error
-}
-
-// srun is one run of a scheduled program.
-type srun struct {
-	s      *Scheduler
-	t      Failer
-	c      chooser
-	rec    *Recorder
-	sess   []*ssess
-	trace  []string
-	n      int // payload counter
-	p      *program
-	known  []int64 // ids whose enqueue returned
-	claims []token // every claim that returned a job, in order
-}
-
-func (r *srun) ctx() context.Context { return r.s.ctx }
-
-// start makes every session live, idle and outside a transaction, and empties the queue.
-func (r *srun) start() error {
-	for _, x := range r.s.sess {
-		if x.S != nil && (x.S.Conn().IsClosed() || x.inTxn || x.fl != nil) {
-			r.s.abandon(x)
+// flatten is an operation's steps, compounds opened; each is checked for applicability when
+// it comes up.
+func flatten(op program.Op) []program.Op {
+	if c, ok := op.(program.Compound); ok {
+		var out []program.Op
+		for _, p := range c.Parts() {
+			out = append(out, flatten(p)...)
 		}
-		*x = ssess{name: x.name, S: x.S, lives: 1}
+		return out
 	}
-	for _, x := range r.sess {
-		if err := r.connect(x); err != nil {
-			return err
-		}
-	}
-	return r.s.in.Reset(r.ctx())
+	return []program.Op{op}
 }
 
-func (r *srun) connect(x *ssess) error {
-	if x.S == nil {
-		s, err := r.s.in.Connect(r.ctx(), x.name, sut.SessionOptions{StatementTimeout: 30 * time.Second})
+// start makes n sessions live, idle and outside a transaction, recording into a new history,
+// and empties the queue.
+func (r *srun) start(n int) error {
+	s := r.s
+	names := make([]string, n)
+	for i := range names {
+		names[i] = SessionName(i)
+	}
+	r.w = program.NewWorld(s.in.Queue, names...)
+	for len(s.clients) < n {
+		c, err := Dial(s.ctx, s.in, SessionName(len(s.clients)), nil, sut.SessionOptions{StatementTimeout: 30 * time.Second})
 		if err != nil {
 			return err
 		}
-		x.S = s
+		s.clients = append(s.clients, c)
 	}
-	x.client = r.rec.NewClient()
-	return nil
+	for i := 0; i < n; i++ {
+		c := s.clients[i]
+		if err := c.ensure(s.ctx); err != nil {
+			return err
+		}
+		c.Record(r.rec)
+		r.x = append(r.x, &sched{s: r.w.Sessions[i], c: c, idx: i})
+	}
+	return s.in.Reset(s.ctx)
 }
 
-func (x *ssess) label() string {
-	if x.lives <= 1 {
-		return x.name
+func (r *srun) session(op program.Op) *sched {
+	name := ""
+	switch o := op.(type) {
+	case program.Step:
+		name = o.On()
+	case program.ClaimTxn:
+		name = o.S
+	case program.LockTxn:
+		name = o.S
 	}
-	return fmt.Sprintf("%s/%d", x.name, x.lives)
+	if s := r.w.Session(name); s != nil {
+		for _, x := range r.x {
+			if x.s == s {
+				return x
+			}
+		}
+	}
+	return r.x[0]
 }
 
-// abandon ends a session from outside: a statement still in flight is stopped by ending its
-// backend, and its goroutine is waited for.
-func (s *Scheduler) abandon(x *ssess) {
-	if x.S == nil {
-		return
+// abandon leaves nothing behind when a run ends early (a failure): no statement in flight, no
+// transaction open. Nothing more is recorded.
+func (r *srun) abandon() {
+	for _, x := range r.x {
+		if x.fl != nil && !x.fl.Returned() {
+			_ = r.s.in.Terminate(context.Background(), x.c.PID())
+			x.fl.Wait()
+		}
+		if x.fl != nil || x.s.InTxn {
+			x.c.Close()
+		}
+		x.fl = nil
 	}
-	if x.fl != nil && x.fl.res == nil {
-		_ = s.in.Terminate(context.Background(), x.S.PID)
-		<-x.fl.done
-	}
-	x.S.Close()
-	x.S, x.fl, x.inTxn = nil, nil, false
 }
 
-// settle leaves nothing behind when a run ends early (a failure): no statement in flight, no
-// transaction open.
+// settle leaves nothing open when a run's operations are over: a statement still waiting is
+// ended with its backend, an open transaction rolls back. A run the scheduler drew never
+// leaves either; a reduced program may.
 func (r *srun) settle() {
-	for _, x := range r.sess {
-		if x.fl != nil || x.inTxn {
-			r.s.abandon(x)
+	for _, x := range r.x {
+		if x.fl != nil {
+			r.fault(x, program.Terminate{S: x.s.Name})
+			r.quiesce(true)
+		}
+	}
+	for _, x := range r.x {
+		if x.s.InTxn {
+			r.issue(x, program.Rollback{S: x.s.Name})
+			r.quiesce(true)
 		}
 	}
 }
 
-// pending reports whether a session has statements left to issue.
-func (r *srun) pending(x *ssess) bool {
-	r.skipInapplicable(x, false)
-	return len(x.stmts) > 0 || len(x.ops) > 0 || x.left > 0
+// pending reports whether a session has statements left to issue: a part of its current
+// operation that applies, or suffix operations not drawn yet. It draws nothing: a session's
+// next operation is drawn when the session is chosen to move, so the choices stay in the
+// order the schedule makes them.
+func (r *srun) pending(x *sched) bool {
+	r.skip(x)
+	return len(x.parts) > 0 || (x.left > 0 && r.c != nil)
 }
 
-// skipInapplicable drops statements that cannot be issued (a completion with no token) and,
-// when draw is set and the current operation is over, starts the next one.
-func (r *srun) skipInapplicable(x *ssess, draw bool) {
-	for {
-		if len(x.stmts) == 0 {
-			switch {
-			case !draw:
-				return
-			case len(x.ops) > 0:
-				x.stmts, x.ops = x.ops[0].statements(), x.ops[1:]
-			case x.left > 0:
-				x.left--
-				x.stmts = r.p.next(r.c, x.idx).statements()
-			default:
-				return
-			}
+// skip drops the parts of the current operation that do not apply now.
+func (r *srun) skip(x *sched) {
+	for len(x.parts) > 0 && !x.parts[0].Applicable(r.w) {
+		x.parts = x.parts[1:]
+	}
+}
+
+// step issues the next part of a session's current operation, drawing its next suffix
+// operation when the current one is over.
+func (r *srun) step(x *sched) {
+	for r.skip(x); len(x.parts) == 0; r.skip(x) {
+		if x.left == 0 || r.c == nil {
+			return // its last operation had nothing it could issue
 		}
-		st := x.stmts[0]
-		if st.kind == sComplete && (st.back >= len(x.tokens) || (st.inTxnOnly && (x.aborted || !x.claimed))) {
-			x.stmts = x.stmts[1:]
-			continue
+		x.left--
+		x.parts = flatten(r.drawnProg.next(r.c, x.idx))
+	}
+	op := x.parts[0]
+	x.parts = x.parts[1:]
+	r.issue(x, op)
+}
+
+// replayLine issues one line of a saved program, if it applies now.
+func (r *srun) replayLine(op program.Op) {
+	x := r.session(op)
+	if !op.Applicable(r.w) {
+		return
+	}
+	if _, ok := op.(program.Step); !ok {
+		// A compound line (written by hand) runs its parts one after another.
+		for _, p := range flatten(op) {
+			if p.Applicable(r.w) {
+				r.issue(x, p)
+				r.quiesce(false)
+			}
 		}
 		return
 	}
+	r.issue(x, op)
+	r.quiesce(false)
 }
 
-// step issues a session's next statement.
-func (r *srun) step(x *ssess) {
-	r.skipInapplicable(x, true)
-	if len(x.stmts) == 0 {
-		return // its last operation had nothing it could issue
+// issue starts one step on its session: a fault is injected, a statement sent. Every
+// statement but the last is waited for (none of them waits for a row lock).
+func (r *srun) issue(x *sched, op program.Op) {
+	if !r.draining {
+		r.ran = append(r.ran, op)
 	}
-	st := x.stmts[0]
-	x.stmts = x.stmts[1:]
-	if x.aborted && st.kind != sCommit && st.kind != sRollback {
-		return // the transaction failed; only its end is still sent
+	if f, ok := op.(program.Fault); ok {
+		r.fault(x, f)
+		return
 	}
-	x.faulted = false
-	f := &flight{st: st, done: make(chan result, 1)}
-	if st.kind == sComplete {
-		f.tok = x.tokens[len(x.tokens)-1-st.back]
+	st, ok := op.(program.Step)
+	if !ok {
+		r.harness(fmt.Errorf("%s: not a step a scheduler issues", op))
+		return
 	}
-	if st.kind == sClaim {
-		f.strict = true
-		for _, o := range r.sess {
-			if o != x && (o.fl != nil || o.inTxn) {
-				f.strict = false
+	stmts := st.Stmts(r.w)
+	x.line = len(r.trace)
+	r.trace = append(r.trace, r.line(x, op))
+	for i, stmt := range stmts {
+		f := &Flight{Stmt: stmt}
+		switch stmt.Kind {
+		case program.KClaim:
+			f.Strict = true
+			for _, o := range r.x {
+				if o != x && (o.fl != nil || o.s.InTxn) {
+					f.Strict = false
+				}
+			}
+			if f.Strict {
+				r.trace[x.line] += " (strict)"
+			}
+		case program.KSnapshot:
+			f.Known = append([]int64(nil), r.w.Jobs...)
+		}
+		if err := x.c.Send(r.s.ctx, f); err != nil {
+			r.harness(err)
+			return
+		}
+		x.fl, x.waits = f, false
+		x.s.Busy = true
+		if i < len(stmts)-1 {
+			f.Wait()
+			if r.handle(x) != nil {
+				return // the step's first statement failed: the rest is not sent
 			}
 		}
 	}
-	if st.kind == sSnapshot {
-		f.known = append([]int64(nil), r.known...)
-	}
-	if st.kind == sExpire {
-		f.job = st.job
-		if f.job == 0 && st.back < len(r.claims) {
-			f.job = r.claims[len(r.claims)-1-st.back].id
-		}
-		if f.job == 0 {
-			f.job = 1
-		}
-	}
-	if st.kind == sEnqueue {
-		r.n++
-		f.payload = fmt.Sprintf(`{"n":%d}`, r.n)
-	}
-	f.call = r.rec.Now()
-	f.line = len(r.trace)
-	r.trace = append(r.trace, fmt.Sprintf("%s: %s", x.label(), r.describe(f)))
-	x.fl = f
-	go func(s *sut.Session) { f.done <- r.exec(s, f) }(x.S)
 }
 
-func (r *srun) describe(f *flight) string {
-	switch f.st.kind {
-	case sEnqueue:
-		return "enqueue"
-	case sClaim:
-		if f.strict {
-			return "claim (strict)"
-		}
-		return "claim"
-	case sComplete:
-		return fmt.Sprintf("complete job %d gen %d", f.tok.id, f.tok.gen)
-	case sExpire:
-		return fmt.Sprintf("expire job %d", f.job)
-	case sSnapshot:
-		return "snapshot"
-	case sBegin:
-		return "BEGIN"
-	case sLock:
-		return fmt.Sprintf("lock job %d", f.st.job)
-	case sCommit:
-		return "COMMIT"
-	case sRollback:
-		return "ROLLBACK"
-	}
-	return "?"
+// line is an operation as the trace shows it: as it prints, with the session's life when it
+// has been reconnected ("s1/2 claim").
+func (r *srun) line(x *sched, op program.Op) string {
+	return x.s.Label() + strings.TrimPrefix(op.String(), x.s.Name)
 }
-
-// exec runs one statement on its own goroutine; nothing here may touch the run's state.
-func (r *srun) exec(s *sut.Session, f *flight) result {
-	ctx := r.ctx()
-	switch f.st.kind {
-	case sEnqueue:
-		id, err := s.Enqueue(ctx, f.payload)
-		return result{out: model.Output{Job: id}, err: err}
-	case sClaim:
-		id, gen, ok, err := s.Claim(ctx, time.Hour)
-		return result{out: model.Output{Found: ok, Job: id, Gen: gen}, err: err}
-	case sComplete:
-		rows, err := s.Complete(ctx, f.tok.id, f.tok.gen)
-		return result{out: model.Output{Rows: rows}, err: err}
-	case sExpire:
-		return result{err: s.Expire(ctx, f.job)}
-	case sSnapshot:
-		rows, err := s.Snapshot(ctx)
-		return result{rows: rows, err: err}
-	case sBegin:
-		return result{err: s.Begin(ctx)}
-	case sLock:
-		return result{err: s.Lock(ctx, f.st.job)}
-	case sCommit:
-		tag, err := s.Conn().Exec(ctx, "COMMIT")
-		if err == nil && tag.String() == "ROLLBACK" {
-			err = errTxnRolledBack
-		}
-		return result{err: err}
-	case sRollback:
-		return result{err: s.Rollback(ctx)}
-	}
-	return result{err: fmt.Errorf("unknown statement")}
-}
-
-var errTxnRolledBack = errors.New("COMMIT rolled the failed transaction back")
 
 // quiesce waits until every statement in flight has either returned or waits for a lock held
 // by a session that is not itself waiting, then handles the returns in session order, so that
@@ -429,8 +410,8 @@ func (r *srun) quiesce(forceProgress bool) {
 	// Most statements return within a millisecond: wait that long for them before asking
 	// Postgres who waits for whom.
 	grace := time.Now().Add(2 * time.Millisecond)
-	for _, x := range r.sess {
-		if x.fl == nil || x.fl.res != nil {
+	for _, x := range r.x {
+		if x.fl == nil || x.fl.Returned() {
 			continue
 		}
 		wait := time.NewTimer(time.Until(grace))
@@ -443,20 +424,17 @@ func (r *srun) quiesce(forceProgress bool) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		waiting := map[uint32]*ssess{}
+		waiting := map[uint32]*sched{}
 		returned := false
-		for _, x := range r.sess {
-			if x.fl == nil || x.fl.res != nil {
-				returned = returned || (x.fl != nil && x.fl.res != nil)
+		for _, x := range r.x {
+			if x.fl == nil {
 				continue
 			}
-			select {
-			case res := <-x.fl.done:
-				x.fl.res = &res
+			if x.fl.Returned() {
 				returned = true
-			default:
-				waiting[x.S.PID] = x
+				continue
 			}
+			waiting[x.c.PID()] = x
 		}
 		if len(waiting) == 0 || (r.stable(waiting) && (returned || !forceProgress)) {
 			break
@@ -467,30 +445,30 @@ func (r *srun) quiesce(forceProgress bool) {
 		time.Sleep(100 * time.Microsecond)
 		runtime.Gosched()
 	}
-	for _, x := range r.sess {
+	for _, x := range r.x {
 		if x.fl == nil {
 			continue
 		}
-		if x.fl.res != nil {
+		if x.fl.Returned() {
 			r.handle(x)
 			continue
 		}
-		if !x.fl.waits {
-			x.fl.waits = true
-			r.trace[x.fl.line] += " [waits for a lock]"
+		if !x.waits {
+			x.waits = true
+			r.trace[x.line] += " [waits for a lock]"
 		}
-		if x.fl.st.kind == sClaim {
-			r.violation(model.Violate(model.PSkipLocked, "%s's claim waits for a row lock another session holds, instead of skipping the row", x.label()))
+		if x.fl.Stmt.Kind == program.KClaim {
+			r.violation(model.Violate(model.PSkipLocked, "%s's claim waits for a row lock another session holds, instead of skipping the row", x.s.Label()))
 		}
 	}
 }
 
 // stable reports whether every waiting statement waits for a lock and no cycle of waits runs
 // through them.
-func (r *srun) stable(waiting map[uint32]*ssess) bool {
+func (r *srun) stable(waiting map[uint32]*sched) bool {
 	blockers := map[uint32][]uint32{}
 	for pid := range waiting {
-		pids, err := r.s.in.Blocked(r.ctx(), pid)
+		pids, err := r.s.in.Blocked(r.s.ctx, pid)
 		if err != nil {
 			r.harness(err)
 		}
@@ -533,212 +511,71 @@ func (r *srun) stable(waiting map[uint32]*ssess) bool {
 
 func (r *srun) inFlight() string {
 	var out []string
-	for _, x := range r.sess {
-		if x.fl != nil && x.fl.res == nil {
-			out = append(out, x.label()+": "+r.describe(x.fl))
+	for _, x := range r.x {
+		if x.fl != nil && !x.fl.Returned() {
+			out = append(out, x.s.Label()+": "+x.fl.Stmt.String())
 		}
 	}
 	return strings.Join(out, ", ")
 }
 
-// handle records a returned statement.
-func (r *srun) handle(x *ssess) {
-	f, res := x.fl, *x.fl.res
+// handle records a returned statement and returns its error.
+func (r *srun) handle(x *sched) error {
+	f := x.fl
+	res := f.Wait()
 	x.fl = nil
-	ret := r.rec.Now()
-	answer := r.answer(f, res)
-	if f.waits {
+	x.s.Busy = false
+	x.results = append(x.results, res)
+	answer := f.Stmt.Answer(res)
+	switch {
+	case errors.Is(res.Err, sut.ErrRolledBack):
+		answer = "rolled back"
+	case res.Err != nil && sqlState(res.Err) != "":
+		answer = "error SQLSTATE " + sqlState(res.Err)
+	case res.Err != nil:
+		answer = "connection lost"
+	case answer == "":
+		answer = "ok"
+	}
+	if x.waits {
 		answer += " (after waiting)"
 	}
-	r.trace[f.line] = strings.Replace(r.trace[f.line], " [waits for a lock]", "", 1) + " -> " + answer
-	dead := res.err != nil && x.S.Conn().IsClosed()
-	if res.err != nil && !x.faulted && !errors.Is(res.err, errTxnRolledBack) {
+	line := strings.Replace(r.trace[x.line], " [waits for a lock]", "", 1)
+	if strings.Contains(line, " -> ") {
+		line += "; " + answer
+	} else {
+		line += " -> " + answer
+	}
+	r.trace[x.line] = line
+	v := x.c.Land(f)
+	r.w.Apply(x.s, f.Stmt, res)
+	if res.Err != nil && !x.c.Connected() {
+		r.w.Lost(x.s)
+	}
+	if res.Err != nil && !f.Faulted && !errors.Is(res.Err, sut.ErrRolledBack) {
 		// Nothing but the harness's own faults may make a statement fail here.
-		if v := unexpected(kindOf(f.st.kind), res.err); v != nil {
+		if v != nil {
 			r.violation(v)
 		}
-		r.harness(fmt.Errorf("%s: %s failed though no fault was injected: %w", x.label(), r.describe(f), res.err))
+		r.harness(fmt.Errorf("%s: %s failed though no fault was injected: %w", x.s.Label(), f.Stmt, res.Err))
 	}
-	op := Op{Client: x.client, Session: x.label(), Call: f.call, Return: ret}
-	switch f.st.kind {
-	case sEnqueue, sClaim, sComplete, sExpire:
-		op.Input = r.input(f)
-		op.Output = res.out
-		switch {
-		case res.err != nil && x.inTxn:
-			// A failed statement aborts its transaction, which can then only roll back.
-			op.Output = model.Output{Outcome: model.Aborted, Err: errText(res.err)}
-			r.rec.Add(op)
-			x.aborted = true
-		case res.err != nil:
-			op.Output = model.Output{Outcome: outcomeOf(res.err), Err: errText(res.err)}
-			if op.Output.Outcome == model.Unknown {
-				op.Return = Never
-			}
-			r.rec.Add(op)
-			if op.Return == Never {
-				x.client = r.rec.NewClient()
-			}
-		case x.inTxn && !(f.st.kind == sClaim && !res.out.Found):
-			x.pend = append(x.pend, op) // takes effect when the transaction commits
-		default:
-			r.rec.Add(op) // autocommit, or an empty claim, which changes nothing either way
-		}
-		if res.err == nil {
-			switch {
-			case f.st.kind == sEnqueue && !x.inTxn:
-				r.known = append(r.known, res.out.Job)
-			case f.st.kind == sClaim && res.out.Found:
-				x.tokens = append(x.tokens, token{res.out.Job, res.out.Gen})
-				r.claims = append(r.claims, token{res.out.Job, res.out.Gen})
-				x.claimed = x.inTxn
-			}
-		}
-	case sSnapshot:
-		if res.err == nil {
-			for _, o := range observations(res.rows, f.known) {
-				r.rec.Add(Op{Client: x.client, Session: x.label(), Input: o.in, Output: o.out, Call: f.call, Return: ret})
-			}
-		}
-	case sBegin:
-		if res.err == nil {
-			x.inTxn = true
-		}
-	case sLock:
-		if res.err == nil {
-			x.locked = f.st.job
-			r.rec.Add(Op{Client: x.client, Session: x.label(), Input: model.Input{Kind: model.OpLock, Job: f.st.job}, Call: f.call, Return: ret})
-		} else {
-			x.aborted = true
-		}
-	case sCommit, sRollback:
-		commitUnknown := f.st.kind == sCommit && res.err != nil && !errors.Is(res.err, errTxnRolledBack) && outcomeOf(res.err) == model.Unknown && !x.aborted
-		r.endTxn(x, f.call, ret, f.st.kind == sCommit && res.err == nil && !x.aborted, commitUnknown)
-	}
-	if dead {
-		r.lost(x, ret)
-	}
+	return res.Err
 }
 
-// endTxn resolves the open transaction's operations: committed, they return with the COMMIT;
-// rolled back, they had no effect; when the COMMIT's answer was lost, their outcome is unknown.
-func (r *srun) endTxn(x *ssess, call, ret int64, committed, unknown bool) {
-	for _, op := range x.pend {
-		switch {
-		case committed:
-			op.Return = ret
-		case unknown:
-			op.Output.Outcome = model.Unknown
-			op.Return = Never
-		default:
-			op.Output.Outcome = model.Aborted
-			op.Return = ret
-		}
-		r.rec.Add(op)
-	}
-	if x.locked != 0 {
-		out, at := model.Output{}, ret
-		if unknown {
-			out, at = model.Output{Outcome: model.Unknown}, Never
-		}
-		r.rec.Add(Op{Client: x.client, Session: x.label(), Input: model.Input{Kind: model.OpUnlock, Job: x.locked}, Output: out, Call: call, Return: at})
-	}
-	if unknown {
-		x.client = r.rec.NewClient()
-	}
-	x.pend, x.locked, x.inTxn, x.aborted, x.claimed = nil, 0, false, false, false
-}
-
-// lost handles a session whose connection is gone: an open transaction never committed (its
-// COMMIT was never sent), the rest of the current operation is dropped, and the session comes
-// back as a new client.
-func (r *srun) lost(x *ssess, at int64) {
-	if x.inTxn {
-		r.endTxn(x, at, r.rec.Now(), false, false)
-	}
-	x.stmts = nil
-	x.S.Close()
-	x.S = nil
-	x.lives++ // labels count lives within the run, so the same draw prints the same text
-	if err := r.connect(x); err != nil {
-		r.harness(err)
-	}
-}
-
-func (r *srun) input(f *flight) model.Input {
-	switch f.st.kind {
-	case sEnqueue:
-		return model.Input{Kind: model.OpEnqueue, Payload: f.payload}
-	case sClaim:
-		return model.Input{Kind: model.OpClaim, Strict: f.strict}
-	case sComplete:
-		return model.Input{Kind: model.OpComplete, Job: f.tok.id, Gen: f.tok.gen}
-	case sExpire:
-		return model.Input{Kind: model.OpExpire, Job: f.job}
-	}
-	return model.Input{}
-}
-
-func kindOf(k stmtKind) model.OpKind {
-	switch k {
-	case sEnqueue:
-		return model.OpEnqueue
-	case sClaim:
-		return model.OpClaim
-	case sComplete:
-		return model.OpComplete
-	case sExpire:
-		return model.OpExpire
-	case sSnapshot:
-		return model.OpObserve
-	case sLock:
-		return model.OpLock
-	}
-	return "statement"
-}
-
-func (r *srun) answer(f *flight, res result) string {
-	if res.err != nil {
-		if errors.Is(res.err, errTxnRolledBack) {
-			return "rolled back"
-		}
-		if c := sqlState(res.err); c != "" {
-			return "error SQLSTATE " + c
-		}
-		return "connection lost"
-	}
-	switch f.st.kind {
-	case sEnqueue:
-		return fmt.Sprintf("job %d", res.out.Job)
-	case sClaim:
-		if res.out.Found {
-			return fmt.Sprintf("job %d gen %d", res.out.Job, res.out.Gen)
-		}
-		return "none"
-	case sComplete:
-		return fmt.Sprintf("%d rows", res.out.Rows)
-	case sSnapshot:
-		rows := make([]string, len(res.rows))
-		for i, row := range res.rows {
-			rows[i] = row.String()
-		}
-		return "[" + strings.Join(rows, " ") + "]"
-	}
-	return "ok"
-}
-
-// concurrent runs the suffixes under the drawn schedule: at each step rapid picks a session
-// that can issue a statement (or, now and then, a fault to inject), and the run quiesces.
-func (r *srun) concurrent() {
+// concurrent runs the suffixes under the drawn schedule: at each step the chooser picks a
+// session that can issue a statement (or, now and then, a fault to inject), and the run
+// quiesces.
+func (r *srun) concurrent(d *drawn) {
+	r.drawnProg = d
 	for {
-		var ready, waiting, idleInTxn []*ssess
-		for _, x := range r.sess {
+		var ready, waiting, idleInTxn []*sched
+		for _, x := range r.x {
 			switch {
 			case x.fl != nil:
 				waiting = append(waiting, x)
 			case r.pending(x):
 				ready = append(ready, x)
-				if x.inTxn {
+				if x.s.InTxn {
 					idleInTxn = append(idleInTxn, x)
 				}
 			}
@@ -746,14 +583,18 @@ func (r *srun) concurrent() {
 		if len(ready) == 0 && len(waiting) == 0 {
 			return
 		}
-		targets := append(append([]*ssess(nil), waiting...), idleInTxn...)
+		targets := append(append([]*sched(nil), waiting...), idleInTxn...)
 		if len(ready) == 0 || (len(targets) > 0 && r.c.choose(0, 7, "fault?") == 7) {
 			if len(targets) == 0 {
 				r.quiesce(true)
 				continue
 			}
 			x := targets[r.c.choose(0, len(targets)-1, "fault target")]
-			r.fault(x, x.fl != nil && !chooseBool(r.c, "terminate"))
+			var f program.Op = program.Terminate{S: x.s.Name}
+			if x.fl != nil && !chooseBool(r.c, "terminate") {
+				f = program.Cancel{S: x.s.Name}
+			}
+			r.issue(x, f)
 			r.quiesce(false)
 			continue
 		}
@@ -763,68 +604,68 @@ func (r *srun) concurrent() {
 	}
 }
 
-// fault cancels a waiting statement, or terminates a session's backend (waiting, or idle in
-// its transaction).
-func (r *srun) fault(x *ssess, cancel bool) {
-	ctx := r.ctx()
-	x.faulted = true
-	if cancel {
-		r.trace = append(r.trace, fmt.Sprintf("%s: cancelled (pg_cancel_backend)", x.label()))
-		r.rec.Fault("cancel", x.label())
-		if err := r.s.in.Cancel(ctx, x.S.PID); err != nil {
+// fault cancels a session's statement or ends its backend. A session idle in its transaction
+// is cancelled the seed's way (parked in pg_sleep, then cancelled, then rolled back).
+func (r *srun) fault(x *sched, f program.Fault) {
+	ctx := r.s.ctx
+	kind := program.FaultCancel
+	if _, ok := f.(program.Terminate); ok {
+		kind = program.FaultTerminate
+	}
+	r.trace = append(r.trace, r.line(x, f))
+	r.rec.Fault(string(kind), x.c.label())
+	if x.fl != nil {
+		x.fl.Faulted = true
+	}
+	pid := x.c.PID()
+	switch {
+	case kind == program.FaultCancel && x.fl != nil:
+		if err := r.s.in.Cancel(ctx, pid); err != nil {
 			r.harness(err)
 		}
-		return
-	}
-	r.trace = append(r.trace, fmt.Sprintf("%s: terminated (pg_terminate_backend)", x.label()))
-	r.rec.Fault("terminate", x.label())
-	if err := r.s.in.Terminate(ctx, x.S.PID); err != nil {
-		r.harness(err)
-	}
-	if x.fl == nil { // idle in a transaction: it is gone with the backend
-		r.lost(x, r.rec.Now())
+	case kind == program.FaultCancel:
+		call := x.c.Now()
+		x.s.Busy = true // parked in pg_sleep until the cancel lands
+		if err := program.CancelIdle(ctx, r.s.in, x.c.Session()); err != nil {
+			r.harness(err)
+		}
+		x.c.Ended(call)
+		x.s.Busy = false
+		r.w.Apply(x.s, program.Stmt{Kind: program.KRollback}, program.Result{})
+	default:
+		if err := r.s.in.Terminate(ctx, pid); err != nil {
+			r.harness(err)
+		}
+		if x.fl == nil { // idle: it is gone with the backend
+			x.c.Lost()
+			r.w.Lost(x.s)
+		}
 	}
 }
 
-// drain expires every lease and claims and completes until the queue answers none, alone, then
-// takes the final snapshot. Its empty claim is strict: no other session holds anything.
-func (r *srun) drain() {
-	x := r.sess[0]
-	run := func(st stmt) *result {
-		x.stmts, x.ops, x.left = []stmt{st}, nil, 0
-		r.step(x)
-		fl := x.fl
-		if fl == nil {
-			return &result{err: errors.New("nothing to issue")}
-		}
-		r.quiesce(false)
-		return fl.res
+// World, Do and Sleep make the scheduler a runner of procedures (the drain): each step runs
+// alone, to its end.
+func (r *srun) World() *program.World { return r.w }
+
+func (r *srun) Do(ctx context.Context, st program.Step) ([]program.Result, error) {
+	x := r.session(st)
+	if !st.Applicable(r.w) {
+		return nil, nil
 	}
-	res := run(stmt{kind: sSnapshot})
-	if res.err != nil {
-		r.harness(res.err)
+	x.results = nil
+	r.issue(x, st)
+	for x.fl != nil {
+		r.quiesce(true)
 	}
-	for _, row := range res.rows {
-		if row.State == model.Running {
-			run(stmt{kind: sExpire, job: row.ID})
-		}
-	}
-	for i := 0; i <= len(res.rows)+len(r.known)+4; i++ {
-		x.tokens = nil
-		c := run(stmt{kind: sClaim})
-		if c.err != nil || !c.out.Found {
-			break
-		}
-		run(stmt{kind: sComplete})
-	}
-	run(stmt{kind: sSnapshot})
+	return x.results, nil
 }
 
-// program is the drawn program and the interleaving so far, with the queue's answers.
-func (r *srun) program() string {
-	return r.p.String() + "interleaving (the queue's answers):\n" + r.listing()
+func (r *srun) Sleep(ctx context.Context, d time.Duration) error {
+	time.Sleep(d)
+	return nil
 }
 
+// listing is the interleaving with the queue's answers.
 func (r *srun) listing() string {
 	var b strings.Builder
 	for i, l := range r.trace {
@@ -836,109 +677,140 @@ func (r *srun) listing() string {
 // violation ends the run with a broken promise seen directly.
 func (r *srun) violation(v *model.Violation) {
 	h := r.rec.History(r.s.in.Queue.Source, "scheduled")
-	h.Program = r.program()
+	h.Program = r.listing()
 	h.Findings = append(h.Findings, v)
 	r.fail(v, &Verdict{Violation: v, Problems: []string{v.Error()}}, h)
 }
 
 // harness ends the run with a failure of the suite's own machinery.
 func (r *srun) harness(err error) {
-	r.t.Fatalf("harness: %s\n%s", oneLine(err), r.program())
+	r.t.Fatalf("harness: %s\n%s", program.OneLine(errText(err)), r.listing())
 }
-
-func oneLine(err error) string { return strings.Join(strings.Fields(errText(err)), " ") }
 
 // fail writes the report and stops the run. Each property fails from its own line, so that
 // rapid's shrinker, which keeps only candidates that fail with the same stack, shrinks toward
 // the same broken promise.
 func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 	r.t.Helper()
-	var b strings.Builder
-	if v != nil {
-		b.WriteString(v.Error())
-	} else {
-		b.WriteString(verdict.String())
+	f := &program.Finding{Violation: v, Queue: r.s.in.Queue.Name, Source: r.s.in.Queue.Source, Mode: program.Scheduled,
+		Program: r.program(v), Trace: r.listing()}
+	if v == nil {
+		f.Violation = model.Violate(model.PLinearizable, "%s", verdict)
 	}
-	fmt.Fprintf(&b, "\nqueue: %s\n%s\n", r.s.in.Queue.Source, h.Program)
-	if verdict.Explanation != "" {
-		b.WriteString(verdict.Explanation)
+	if r.c != nil {
+		f.FuzzInput = append([]byte(nil), r.c.log().bytes...)
 	}
 	dir, err := FixedReportDir(r.s.cfg.ReportDir, "scheduled-"+r.s.cfg.Name)
 	if err == nil {
 		err = WriteReport(dir, h, verdict)
 	}
-	r.s.lastFailure = *r.c.log()
-	input := filepath.Join(dir, ReportFuzzInput)
 	if err == nil {
-		err = os.WriteFile(input, FuzzInputFile(r.s.lastFailure.bytes), 0o644)
+		err = f.Program.WriteFile(filepath.Join(dir, ReportProgram))
 	}
-	r.s.lastReport = ""
+	if err == nil && f.FuzzInput != nil {
+		err = os.WriteFile(filepath.Join(dir, ReportFuzzInput), FuzzInputFile(f.FuzzInput), 0o644)
+	}
+	var b strings.Builder
+	b.WriteString(f.String())
+	if verdict.Explanation != "" {
+		b.WriteString(verdict.Explanation)
+	}
 	if err != nil {
-		fmt.Fprintf(&b, "(no report: %s)\n", oneLine(err))
+		fmt.Fprintf(&b, "(no report: %s)\n", program.OneLine(err.Error()))
 	} else {
-		r.s.lastReport = dir
-		fmt.Fprintf(&b, "report: %s\nfuzz input: %s (copy it into fuzz/testdata/fuzz/FuzzScheduled/ to replay it with go test ./fuzz)\n", dir, input)
+		f.ReportDir = dir
+		fmt.Fprintf(&b, "report: %s (the program replays with: pgqcheck replay %s)\n", dir, filepath.Join(dir, ReportProgram))
 	}
-	msg := b.String()
-	p := model.Property(-1)
+	r.s.last = f
+	if r.c != nil {
+		r.s.lastMarks = r.c.log().marks
+	}
+	program.FailProperty(r.t, f.Property(), b.String())
+}
+
+// program is what ran, as a scheduled program that replays it.
+func (r *srun) program(v *model.Violation) *program.Program {
+	h := map[string]string{program.HeaderMode: string(program.Scheduled), program.HeaderSessions: strconv.Itoa(r.sessions),
+		program.HeaderQueue: r.s.in.Queue.Source}
+	p := &program.Program{Header: h, Ops: append([]program.Op(nil), r.ran...)}
 	if v != nil {
-		p = v.Property
+		p.SetVerdict(v)
 	}
-	ops.FailProperty(r.t, p, msg)
+	return p
 }
 
-// Finding is what a search outside `go test` found: rapid's report of the shrunk failure.
-type Finding struct {
-	Name   string
-	Output string
-	// Input is the failing run's choices as a FuzzScheduled input (see FuzzInputFile).
-	Input []byte
-	marks []mark
-}
-
-// Verdict returns the first line naming a property ("property N (name): ..."), else the first
-// line of the failure.
-func (f *Finding) Verdict() string {
-	for _, l := range strings.Split(f.Output, "\n") {
-		if i := strings.Index(l, "property "); i >= 0 {
-			return strings.TrimSpace(l[i:])
-		}
-	}
-	for _, l := range strings.Split(f.Output, "\n") {
-		if s := strings.TrimSpace(l); s != "" && !strings.HasPrefix(s, "[rapid]") {
-			return s
-		}
-	}
-	return "failed"
-}
-
-// SearchScheduled runs scheduled mode outside `go test`, with rapid's usual checks, shrinking
-// and fail files (named after name, as a test's would be). It returns nil when every check
-// passed. The sessions it opens are closed before it returns.
-func SearchScheduled(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig) *Finding {
+// SearchScheduled runs scheduled mode outside `go test`, with rapid's usual checks and
+// shrinking. It returns nil when every check passed; an error when the harness failed rather
+// than the queue. The sessions it opens are closed before it returns.
+func SearchScheduled(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig) (*program.Finding, error) {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
-	out, failed := ops.CheckOutside(name, s.Property)
-	if !failed {
-		return nil
+	out, failed := program.CheckOutside(name, s.Property)
+	return s.outcome(out, failed)
+}
+
+// outcome is what a run outside `go test` came to: the last failing run's finding (rapid ends
+// by replaying its shrunk case), or the harness's failure.
+func (s *Scheduler) outcome(out string, failed bool) (*program.Finding, error) {
+	switch {
+	case !failed:
+		return nil, nil
+	case s.last == nil:
+		return nil, fmt.Errorf("harness: %s", program.OneLine(out))
 	}
-	// rapid ends by replaying its shrunk case, so the last failing run is that case.
-	return &Finding{Name: name, Output: out, Input: s.lastFailure.bytes, marks: s.lastFailure.marks}
+	return s.last, nil
 }
 
 // ReplayInput runs scheduled mode once, outside `go test`, with the choices of a FuzzScheduled
 // input. It returns nil when the run held.
-func ReplayInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) *Finding {
+func ReplayInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) (*program.Finding, error) {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
-	return s.replay(name, data)
+	return s.replayInput(name, data)
 }
 
-// replay runs one input on s outside `go test`; nil when the run held.
-func (s *Scheduler) replay(name string, data []byte) *Finding {
-	out, failed := ops.RunOutside(name, func(t rapid.TB) { s.RunBytes(t, data) })
-	if !failed {
-		return nil
+func (s *Scheduler) replayInput(name string, data []byte) (*program.Finding, error) {
+	return s.outcome(program.RunOutside(name, func(t rapid.TB) { s.RunBytes(t, data) }))
+}
+
+// ReplayProgram runs a saved scheduled program once, outside `go test`. It returns nil when
+// the run held.
+func ReplayProgram(ctx context.Context, in *sut.Installed, cfg ScheduledConfig, p *program.Program) (*program.Finding, error) {
+	s := NewScheduler(ctx, in, cfg)
+	defer s.Close()
+	return s.replayProgram(p)
+}
+
+func (s *Scheduler) replayProgram(p *program.Program) (*program.Finding, error) {
+	return s.outcome(program.RunOutside("replay", func(t rapid.TB) { s.RunProgram(t, p) }))
+}
+
+// ReduceScheduled removes every operation of a scheduled finding's program that its failure
+// does not need (the one reducer, program.Reduce), within budget, and returns the smallest
+// failing run's finding, its report folder left in place.
+func ReduceScheduled(ctx context.Context, in *sut.Installed, cfg ScheduledConfig, f *program.Finding, budget time.Duration) *program.Finding {
+	s := NewScheduler(ctx, in, cfg)
+	defer s.Close()
+	header := f.Program.Header
+	run := func(ops []program.Op) error {
+		g, err := s.replayProgram(&program.Program{Header: header, Ops: ops})
+		switch {
+		case err != nil:
+			return &program.HarnessError{Err: err}
+		case g == nil:
+			return nil
+		}
+		return g.Violation
 	}
-	return &Finding{Name: name, Output: out, Input: s.lastFailure.bytes, marks: s.lastFailure.marks}
+	ops, err := program.Reduce(ctx, f.Program.Ops, budget, run)
+	var v *model.Violation
+	if !errors.As(err, &v) || v.Property != f.Property() {
+		return f
+	}
+	g, _ := s.replayProgram(&program.Program{Header: header, Ops: ops})
+	if g == nil || g.Property() != f.Property() {
+		return f
+	}
+	g.FuzzInput = f.FuzzInput
+	return g
 }

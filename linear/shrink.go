@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"pgqcheck/model"
+	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
@@ -31,34 +33,44 @@ var argLabels = map[string]bool{"prefix op": true, "back": true, "expire by id":
 //
 // It returns the smallest failing run, its Input as the run recorded it, and leaves that run's
 // report folder; nil when data does not fail.
-func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) *Finding {
+func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) *program.Finding {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
-	property := func(f *Finding) string {
-		if f == nil {
-			return ""
-		}
-		v, _, _ := strings.Cut(f.Verdict(), ")")
-		return v
+	type run struct {
+		f     *program.Finding
+		marks []mark
 	}
-	cur := s.replay(name, data)
+	replay := func(d []byte) *run {
+		f, _ := s.replayInput(name, d)
+		if f == nil {
+			return nil
+		}
+		return &run{f, s.lastMarks}
+	}
+	property := func(r *run) model.Property {
+		if r == nil {
+			return -1
+		}
+		return r.f.Property()
+	}
+	cur := replay(data)
 	want := property(cur)
-	if want == "" {
+	if want < 0 {
 		return nil
 	}
 	// Only strictly smaller inputs are taken, so that shrinking ends: a dropped byte can come
 	// back as a recorded choice.
 	accept := func(d []byte) bool {
-		f := s.replay(name, d)
-		if property(f) != want || !smaller(canonical(f.Input), canonical(cur.Input)) {
+		r := replay(d)
+		if property(r) != want || !smaller(canonical(r.f.FuzzInput), canonical(cur.f.FuzzInput)) {
 			return false
 		}
-		cur = f
+		cur = r
 		return true
 	}
 	for changed := true; changed && ctx.Err() == nil; {
 		changed = false
-		for _, d := range opRemovals(cur.Input, cur.marks) {
+		for _, d := range opRemovals(cur.f.FuzzInput, cur.marks) {
 			if changed = accept(d); changed {
 				break
 			}
@@ -66,8 +78,8 @@ func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg Schedu
 		if changed {
 			continue
 		}
-		for i := 0; i < len(canonical(cur.Input)) && ctx.Err() == nil; i++ {
-			data := canonical(cur.Input)
+		for i := 0; i < len(canonical(cur.f.FuzzInput)) && ctx.Err() == nil; i++ {
+			data := canonical(cur.f.FuzzInput)
 			if accept(append(append([]byte(nil), data[:i]...), data[i+1:]...)) {
 				changed = true
 				i--
@@ -87,11 +99,11 @@ func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg Schedu
 		}
 	}
 	// Candidates tried after the smallest run rewrote the report folder: run it once more.
-	if last := s.replay(name, canonical(cur.Input)); property(last) == want {
+	if last := replay(canonical(cur.f.FuzzInput)); property(last) == want {
 		cur = last
 	}
-	cur.Input = canonical(cur.Input)
-	return cur
+	cur.f.FuzzInput = canonical(cur.f.FuzzInput)
+	return cur.f
 }
 
 // canonical drops trailing zero bytes: past the end of an input every choice is its lowest,

@@ -6,18 +6,29 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"pgqcheck/program"
 )
+
+// whole is a drawn program with all its suffixes.
+type whole struct {
+	d        *drawn
+	suffixes [][]program.Op
+}
+
+func (w whole) String() string { return fmt.Sprint(w.d.prefix, w.suffixes) }
 
 // shape is a program's structure: who runs which kind of operation, where. Job ids are left
 // out: removing an enqueue may renumber the jobs later choices pick from.
-func shape(p *program) (prefix []string, suffixes [][]string) {
-	for _, po := range p.prefix {
-		prefix = append(prefix, fmt.Sprintf("s%d:%d", po.session, po.op.Kind))
+func shape(p whole) (prefix []string, suffixes [][]string) {
+	kind := func(op program.Op) string { return fmt.Sprintf("%T", op) }
+	for _, op := range p.d.prefix {
+		prefix = append(prefix, op.(interface{ String() string }).String()[:2]+":"+kind(op))
 	}
 	for _, s := range p.suffixes {
 		var ops []string
 		for _, o := range s {
-			ops = append(ops, fmt.Sprint(o.Kind))
+			ops = append(ops, kind(o))
 		}
 		suffixes = append(suffixes, ops)
 	}
@@ -25,12 +36,14 @@ func shape(p *program) (prefix []string, suffixes [][]string) {
 }
 
 // drawWhole draws a program and all its suffixes, session by session.
-func drawWhole(c chooser, cfg ScheduledConfig) *program {
-	p := drawProgram(c, cfg, true)
-	for s, n := range p.lengths {
+func drawWhole(c chooser, cfg ScheduledConfig) whole {
+	p := whole{d: drawProgram(c, cfg, true)}
+	for s, n := range p.d.lengths {
+		var ops []program.Op
 		for i := 0; i < n; i++ {
-			p.next(c, s)
+			ops = append(ops, p.d.next(c, s))
 		}
+		p.suffixes = append(p.suffixes, ops)
 	}
 	return p
 }

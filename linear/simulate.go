@@ -113,15 +113,15 @@ func Simulate(cfg SimConfig) *History {
 			if rng.IntN(20) == 0 { // a crash: the token is dropped, not presented
 				continue
 			}
-			j := jobs[tk.id]
-			in = model.Input{Kind: model.OpComplete, Job: tk.id, Gen: tk.gen}
-			ok := j.State == model.Running && j.Gen == tk.gen && j.Live
+			j := jobs[tk.ID]
+			in = model.Input{Kind: model.OpComplete, Job: tk.ID, Gen: tk.Gen}
+			ok := j.State == model.Running && j.Gen == tk.Gen && j.Live
 			if ok {
 				out.Rows = 1
 			}
 			if ok && apply {
 				*j = model.JobState{Exists: true, State: model.Done, Gen: j.Gen}
-				running = remove(running, tk.id)
+				running = remove(running, tk.ID)
 			}
 		default:
 			in = model.Input{Kind: model.OpClaim}
@@ -137,7 +137,7 @@ func Simulate(cfg SimConfig) *History {
 				running = append(running, id)
 				*j = model.JobState{Exists: true, State: model.Running, Gen: j.Gen + 1, Live: true}
 				if !lost {
-					c.tokens = append(c.tokens, token{id, j.Gen})
+					c.tokens = append(c.tokens, token{ID: id, Gen: j.Gen})
 				}
 			}
 		}

@@ -2,14 +2,13 @@ package linear
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"pgqcheck/model"
+		"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
@@ -120,7 +119,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		if err != nil {
 			return nil, err
 		}
-		r.workers = append(r.workers, &worker{c: c, rng: rngFor()})
+		r.workers = append(r.workers, &worker{actor: newActor(c, in.Queue), rng: rngFor()})
 	}
 	enq, err := dial("enqueuer")
 	if err != nil {
@@ -129,16 +128,20 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	var ch *chaos
 	if !cfg.NoChaos {
 		ch = &chaos{r: r, rng: rngFor()}
-		if ch.c, err = dial("chaos"); err != nil {
+		c, err := dial("chaos")
+		if err != nil {
 			return nil, err
 		}
+		ch.c = newActor(c, in.Queue)
 		if ch.reader, err = dial("reader"); err != nil {
 			return nil, err
 		}
 		if in.Queue.Lock != "" {
-			if ch.locker, err = dial("locker"); err != nil {
+			l, err := dial("locker")
+			if err != nil {
 				return nil, err
 			}
+			ch.locker = newActor(l, in.Queue)
 		}
 	}
 
@@ -149,7 +152,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		go func() { defer wg.Done(); r.work(w) }()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); r.enqueue(enq) }()
+	go func() { defer wg.Done(); r.enqueue(newActor(enq, in.Queue)) }()
 	if ch != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); ch.loop() }()
@@ -173,8 +176,10 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	if err := drain(ctx, drainer, r.knownIDs(), cfg.Lease); err != nil {
-		return nil, err
+	d := newActor(drainer, in.Queue)
+	d.w.Jobs, d.w.Lease, d.strict = r.knownIDs(), cfg.Lease, true
+	if err := (program.Drain{S: drainer.Name}).Run(ctx, d); err != nil {
+		return nil, fmt.Errorf("drain: %w", err)
 	}
 	h := rec.History(in.Queue.Source, "stress")
 	h.Drained = true
@@ -195,43 +200,6 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		res.ReportDir = dir
 	}
 	return res, nil
-}
-
-// drain ends a run: every running job's lease is expired, then one session claims and
-// completes until the queue answers none, then a final snapshot records every job's state.
-// It runs alone, so its claims are strict.
-func drain(ctx context.Context, c *Client, known []int64, lease time.Duration) error {
-	rows, err := c.Snapshot(ctx, known, nil)
-	if err != nil {
-		return fmt.Errorf("drain: snapshot: %w", err)
-	}
-	for _, row := range rows {
-		if row.State == model.Running {
-			if _, err := c.Expire(ctx, row.ID); err != nil {
-				return fmt.Errorf("drain: expire: %w", err)
-			}
-		}
-	}
-	for i := 0; i <= len(rows)+len(known)+8; i++ {
-		out, err := c.Claim(ctx, lease, true)
-		if err != nil {
-			var multi *sut.ErrMultipleRows
-			if errors.As(err, &multi) {
-				continue // recorded as a finding; the drain goes on
-			}
-			return fmt.Errorf("drain: claim: %w", err)
-		}
-		if !out.Found {
-			break
-		}
-		if _, err := c.Complete(ctx, out.Job, out.Gen); err != nil {
-			return fmt.Errorf("drain: complete: %w", err)
-		}
-	}
-	if _, err := c.Snapshot(ctx, known, nil); err != nil {
-		return fmt.Errorf("drain: final snapshot: %w", err)
-	}
-	return nil
 }
 
 // Throughput measures what recording costs: workers each loop enqueue, claim, complete on
@@ -262,21 +230,22 @@ func Throughput(ctx context.Context, in *sut.Installed, workers int, d time.Dura
 	var statements atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
-	for i, c := range clients {
+	for _, c := range clients {
+		a := newActor(c, in.Queue)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for n := 1; !stop.Load() && ctx.Err() == nil; n++ {
-				if _, err := c.Enqueue(ctx, fmt.Sprintf(`{"w":%d,"n":%d}`, i, n)); err != nil {
+			for !stop.Load() && ctx.Err() == nil {
+				if a.one(ctx, program.Enqueue{S: c.Name, N: 1}).Err != nil {
 					return
 				}
-				out, err := c.Claim(ctx, time.Hour, false)
-				if err != nil {
+				claim := a.one(ctx, program.Claim{S: c.Name})
+				if claim.Err != nil {
 					return
 				}
 				statements.Add(2)
-				if out.Found {
-					if _, err := c.Complete(ctx, out.Job, out.Gen); err != nil {
+				if claim.Out.Found {
+					if a.one(ctx, program.Complete{S: c.Name}).Err != nil {
 						return
 					}
 					statements.Add(1)

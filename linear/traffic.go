@@ -2,17 +2,66 @@ package linear
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
 // token is what a claim hands a worker.
-type token struct{ id, gen int64 }
+type token = program.Token
+
+// actor is one goroutine of a stress run: a recording client and the world its operations
+// resolve against (its own session's tokens and transaction). Stress traffic runs the program
+// package's operations, as the other modes do.
+type actor struct {
+	c      *Client
+	w      *program.World
+	s      *program.Session
+	strict bool // its claims run alone (the drain)
+}
+
+func newActor(c *Client, q *sut.Queue) *actor {
+	w := program.NewWorld(q, c.Name)
+	return &actor{c: c, w: w, s: w.Sessions[0]}
+}
+
+func (a *actor) World() *program.World { return a.w }
+
+// Do runs a step's statements on the actor's client, one after another.
+func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, error) {
+	var out []program.Result
+	for _, st := range op.Stmts(a.w) {
+		f := &Flight{Stmt: st, Strict: a.strict && st.Kind == program.KClaim}
+		if st.Kind == program.KSnapshot {
+			f.Known = a.w.Jobs
+		}
+		r, _, err := a.c.Do(ctx, f)
+		if err != nil {
+			return out, err
+		}
+		a.w.Apply(a.s, st, r)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (a *actor) Sleep(ctx context.Context, d time.Duration) error {
+	time.Sleep(d)
+	return nil
+}
+
+// one runs a step and returns its single statement's result.
+func (a *actor) one(ctx context.Context, op program.Step) program.Result {
+	rs, err := a.Do(ctx, op)
+	if err != nil || len(rs) == 0 {
+		return program.Result{Err: err}
+	}
+	return rs[len(rs)-1]
+}
 
 // run is the state a stress run's goroutines share.
 type run struct {
@@ -42,7 +91,7 @@ func (r *run) noteEnqueued(id int64) {
 func (r *run) noteClaim(t token) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.claimed[t.id] = true
+	r.claimed[t.ID] = true
 	r.recent = append(r.recent, t)
 	if len(r.recent) > 32 {
 		r.recent = r.recent[len(r.recent)-32:]
@@ -88,32 +137,32 @@ func (r *run) recentClaim(rng *rand.Rand) (token, bool) {
 // publishes it, so the chaos goroutine can expire that job and let another worker reclaim it:
 // the paused worker then presents a stale generation, which the queue must refuse.
 type worker struct {
-	c      *Client
+	*actor
 	rng    *rand.Rand
-	tokens []token // newest last; older ones are what a restarted worker might still present
 	paused atomic.Pointer[token]
 }
 
 func (r *run) work(w *worker) {
 	ctx := r.ctx
+	name := w.c.Name
 	for !r.stopped() {
-		out, err := w.c.Claim(ctx, r.cfg.Lease, false)
-		if err != nil {
+		res := w.one(ctx, program.Claim{S: name, Lease: r.cfg.Lease})
+		if res.Err != nil {
 			r.backoff(w.rng)
 			continue
 		}
-		if !out.Found {
-			if len(w.tokens) > 0 && w.rng.IntN(4) == 0 {
-				r.complete(w, w.tokens[w.rng.IntN(len(w.tokens))])
+		// Older tokens are what a restarted worker might still present; four are enough.
+		if n := len(w.s.Tokens); n > 4 {
+			w.s.Tokens = w.s.Tokens[n-4:]
+		}
+		if !res.Out.Found {
+			if n := len(w.s.Tokens); n > 0 && w.rng.IntN(4) == 0 {
+				w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(n)})
 			}
 			r.backoff(w.rng)
 			continue
 		}
-		t := token{out.Job, out.Gen}
-		w.tokens = append(w.tokens, t)
-		if len(w.tokens) > 4 {
-			w.tokens = w.tokens[1:]
-		}
+		t := token{ID: res.Out.Job, Gen: res.Out.Gen}
 		r.noteClaim(t)
 		if d := r.pause(w.rng); d > 0 {
 			w.paused.Store(&t)
@@ -122,17 +171,13 @@ func (r *run) work(w *worker) {
 		}
 		switch x := w.rng.IntN(100); {
 		case x < 85:
-			r.complete(w, t)
+			w.one(ctx, program.Complete{S: name})
 		case x < 90: // crash: forget every token; the jobs wait for an expiry or the drain
-			w.tokens = nil
+			w.Do(ctx, program.Crash{W: name})
 		case x < 97: // a restarted worker presenting an older token
-			r.complete(w, w.tokens[w.rng.IntN(len(w.tokens))])
+			w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(len(w.s.Tokens))})
 		}
 	}
-}
-
-func (r *run) complete(w *worker, t token) {
-	_, _ = w.c.Complete(r.ctx, t.id, t.gen)
 }
 
 // pause is how long a worker holds a claimed job before completing it: mostly not at all, and
@@ -154,17 +199,15 @@ func (r *run) backoff(rng *rand.Rand) {
 
 // enqueue keeps a small backlog of ready jobs, each with a payload of its own, until the run
 // has enqueued MaxJobs.
-func (r *run) enqueue(c *Client) {
-	n := 0
-	for !r.stopped() && n < r.cfg.MaxJobs {
+func (r *run) enqueue(a *actor) {
+	for n := 0; !r.stopped() && n < r.cfg.MaxJobs; {
 		if r.backlog() >= r.cfg.Backlog {
 			time.Sleep(200 * time.Microsecond)
 			continue
 		}
 		n++
-		out, err := c.Enqueue(r.ctx, fmt.Sprintf(`{"n":%d}`, n))
-		if err == nil {
-			r.noteEnqueued(out.Job)
+		if res := a.one(r.ctx, program.Enqueue{S: a.c.Name, N: 1}); res.Err == nil {
+			r.noteEnqueued(res.Out.Job)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"pgqcheck/model"
 )
 
 // A program file is one operation per line, exactly as String prints it; '#' starts a comment.
@@ -154,9 +156,22 @@ const (
 	HeaderSessions = "sessions" // scheduled programs: how many sessions
 	HeaderQueue    = "queue"    // the queue it was found on: information, not its target
 	HeaderVerdict  = "verdict"
+	HeaderProperty = "property" // the number of the property the verdict names
 	HeaderMutant   = "mutant" // a mutant's corpus entry: the mutant it must keep catching
 	HeaderBug      = "bug"
 )
+
+// SetVerdict records the verdict a program was saved with.
+func (p *Program) SetVerdict(v *model.Violation) {
+	p.Header[HeaderVerdict] = v.Error()
+	p.Header[HeaderProperty] = strconv.Itoa(int(v.Property))
+}
+
+// Property is the property the program's saved verdict names.
+func (p *Program) Property() (model.Property, bool) {
+	n, err := strconv.Atoi(p.Header[HeaderProperty])
+	return model.Property(n), err == nil
+}
 
 // Mode is the program's mode (sequential unless its header says otherwise).
 func (p *Program) Mode() Mode {

@@ -30,10 +30,38 @@ func FindingOf(ctx context.Context, env *Env, budget time.Duration) *Finding {
 		return nil
 	}
 	f.Violation = v
-	f.Program = &Program{Header: map[string]string{HeaderVerdict: v.Error()}, Ops: ops}
+	f.Program = &Program{Header: map[string]string{}, Ops: ops}
+	f.Program.SetVerdict(v)
 	f.Trace = env.Program()
 	f.Model = fmt.Sprint(env.Model.Snapshot(env.Now))
 	return f
+}
+
+// Search runs the Prop property on env outside `go test` (campaigns, the mutants' tests), with
+// rapid's usual checks and shrinking, then reduces the failure within reduce. It returns nil
+// when every check passed, an error when the harness rather than the queue failed.
+func Search(ctx context.Context, env *Env, name string, realTime bool, reduce time.Duration) (*Finding, error) {
+	runs, firstFailure := 0, 0
+	out, failed := CheckOutside(name, func(t *rapid.T) {
+		runs++
+		returned := false
+		defer func() {
+			if !returned && firstFailure == 0 {
+				firstFailure = runs
+			}
+		}()
+		BeginRun(ctx, t, env)
+		t.Repeat(StateMachine(ctx, env, realTime))
+		returned = true
+	})
+	if !failed {
+		return nil, nil
+	}
+	if f := FindingOf(ctx, env, reduce); f != nil {
+		f.Checks = firstFailure
+		return f, nil
+	}
+	return nil, fmt.Errorf("harness: %s", OneLine(out))
 }
 
 // RunOutside runs body as a test would run outside `go test`, and returns what it logged and

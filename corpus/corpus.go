@@ -1,0 +1,117 @@
+// Package corpus is the regression corpus: every program a search ever found, saved as an
+// .ops file under testdata/programs/, and replayed against the queue under judgement. The
+// queue a program was found on is information in its header, not its target: a team that
+// fixes its queue in a new folder, or keeps two versions, gets a verdict on the one it points
+// at. A mutant's program (its header names the mutant) must also keep catching that mutant.
+package corpus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"pgqcheck/linear"
+	"pgqcheck/model"
+	"pgqcheck/program"
+	"pgqcheck/sut"
+)
+
+// Dir holds the corpus, relative to the module root: one folder per kind of case
+// (found/: what searches found; mutants/: the shortest program catching each mutant).
+var Dir = filepath.Join("testdata", "programs")
+
+// Case is one saved program.
+type Case struct {
+	Path    string
+	Program *program.Program
+}
+
+// Mutant is the mutant a case must keep catching ("" for a found case).
+func (c *Case) Mutant() string { return c.Program.Header[program.HeaderMutant] }
+
+// Name is the case's file name without its extension.
+func (c *Case) Name() string { return trimExt(filepath.Base(c.Path)) }
+
+func trimExt(s string) string { return s[:len(s)-len(filepath.Ext(s))] }
+
+// Load reads every program under root's corpus folders, sorted by path.
+func Load(root string) ([]*Case, error) {
+	files, _ := filepath.Glob(filepath.Join(root, Dir, "*", "*.ops"))
+	sort.Strings(files)
+	var out []*Case
+	for _, f := range files {
+		p, err := program.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &Case{Path: f, Program: p})
+	}
+	return out, nil
+}
+
+// Replayer replays cases against one installed queue. It opens its sessions on first use;
+// Close them when done.
+type Replayer struct {
+	In  *sut.Installed
+	env *program.Env
+	// ReportDir is where a scheduled case's failure writes its report (default: a temporary folder).
+	ReportDir string
+}
+
+// Replay runs one case against the queue: nil when it held, the finding when it failed, an
+// error when the harness did.
+func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Finding, error) {
+	switch p.Mode() {
+	case program.Scheduled:
+		return linear.ReplayProgram(ctx, r.In, linear.ScheduledConfig{Name: "replay-" + r.In.Queue.Name, ReportDir: r.ReportDir}, p)
+	}
+	if r.env == nil {
+		env, err := program.NewEnv(ctx, r.In, program.Workers, program.Lockers)
+		if err != nil {
+			return nil, err
+		}
+		r.env = env
+	}
+	err := program.Replay(ctx, r.env, p.Ops)
+	var v *model.Violation
+	switch {
+	case err == nil:
+		return nil, nil
+	case !errors.As(err, &v):
+		return nil, err
+	}
+	return &program.Finding{Violation: v, Queue: r.In.Queue.Name, Source: r.In.Queue.Source, Mode: program.Sequential,
+		Program: p, Trace: r.env.Program(), Model: fmt.Sprint(r.env.Model.Snapshot(r.env.Now))}, nil
+}
+
+// Close ends the replayer's sessions.
+func (r *Replayer) Close() {
+	if r.env != nil {
+		r.env.Close()
+		r.env = nil
+	}
+}
+
+// Save keeps a finding's program in root's found/ folder, where every later `go test` replays
+// it, with a header saying where and when it was found. A program already there is not saved
+// twice: fresh is false and path is the existing file.
+func Save(root string, f *program.Finding, foundBy string) (path string, fresh bool, err error) {
+	p := &program.Program{Header: map[string]string{}, Ops: f.Program.Ops}
+	for k, v := range f.Program.Header {
+		p.Header[k] = v
+	}
+	p.Header[program.HeaderMode] = string(f.Mode)
+	p.SetVerdict(f.Violation)
+	p.Header[program.HeaderQueue] = f.Source
+	p.Header["found by"] = foundBy
+	p.Header["found"] = time.Now().UTC().Format(time.RFC3339)
+	dir := filepath.Join(root, Dir, "found")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, err
+	}
+	return program.Save(dir, f.Queue+"-"+string(f.Mode), p)
+}
