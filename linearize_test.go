@@ -39,7 +39,7 @@ func TestLinearStress(t *testing.T) {
 				t.Fatalf("%s\n%s", res, res.Verdict.Explanation)
 			}
 			// A run that never reclaimed, refused or expired anything proves little.
-			if c := res.Counts; c.Accepted == 0 || c.Refused == 0 || c.Expiries == 0 || c.Locks == 0 && q.Lock != "" {
+			if c := res.Counts; c.Completions == 0 || c.RejectedCompletions == 0 || c.Expiries == 0 || c.Locks == 0 && q.Lock != "" {
 				t.Fatalf("the run exercised too little to be a verdict: %s", c)
 			}
 		})

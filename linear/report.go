@@ -54,7 +54,6 @@ func FixedReportDir(root, name string) (string, error) {
 	return dir, os.MkdirAll(dir, 0o755)
 }
 
-
 // WriteReport writes a failing verdict's report folder: the history, the failing job's
 // operations, porcupine's timeline of that job alone (a whole history's timeline can run to
 // gigabytes), and a verdict with the commands that re-check the history.

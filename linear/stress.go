@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-		"pgqcheck/program"
+	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
@@ -61,7 +61,7 @@ func (c StressConfig) withDefaults() StressConfig {
 // Result is what a stress run did and what the checks concluded.
 type Result struct {
 	Seed      uint64
-	Counts    Counts
+	Counts    program.Counts
 	Verdict   *Verdict
 	History   *History
 	ReportDir string        // the report folder, when the verdict is a failure

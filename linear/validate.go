@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"pgqcheck/model"
+	"pgqcheck/program"
 )
 
 // Verdict is what the checks concluded about a history.
@@ -390,37 +391,9 @@ func Account(h *History) *Accounting {
 	return a
 }
 
-// Counts summarises a history.
-type Counts struct {
-	Ops          int // every recorded operation, observations included
-	Enqueues     int
-	Claims       int
-	EmptyClaims  int
-	Accepted     int // completions that changed a row
-	Refused      int // completions that changed nothing (stale generation, expired lease, done)
-	Expiries     int
-	Snapshots    int
-	Unknown      int // operations whose outcome never came back
-	Aborted      int // operations rolled back with their transaction
-	Locks        int
-	Cancels      int
-	Terminations int
-	Jobs         int // acknowledged enqueues
-	ClaimWaits   int // claims seen waiting behind the chaos locker (observations, see History.Waits)
-}
-
-func (c Counts) String() string {
-	s := fmt.Sprintf("%d ops: %d enqueues, %d claims (%d empty), %d completions accepted, %d refused, %d expiries, %d snapshots, %d unknown outcomes, %d row locks held, %d cancels, %d terminations",
-		c.Ops, c.Enqueues, c.Claims, c.EmptyClaims, c.Accepted, c.Refused, c.Expiries, c.Snapshots, c.Unknown, c.Locks, c.Cancels, c.Terminations)
-	if c.ClaimWaits > 0 {
-		s += fmt.Sprintf("; observed %d claim(s) waiting behind an injected row lock", c.ClaimWaits)
-	}
-	return s
-}
-
-// CountOps counts what a history holds.
-func CountOps(h *History) Counts {
-	c := Counts{ClaimWaits: len(h.Waits)}
+// CountOps counts what a history holds, in the counts every mode keeps.
+func CountOps(h *History) program.Counts {
+	c := program.Counts{ClaimWaits: int64(len(h.Waits))}
 	snaps := map[int64]bool{}
 	for _, o := range h.Ops {
 		c.Ops++
@@ -433,21 +406,23 @@ func CountOps(h *History) Counts {
 		}
 		switch in.Kind {
 		case model.OpEnqueue:
-			c.Enqueues++
 			if out.Outcome == model.Returned {
-				c.Jobs++
+				c.Enqueued++
 			}
 		case model.OpClaim:
-			c.Claims++
-			if out.Outcome == model.Returned && !out.Found {
+			switch {
+			case out.Outcome != model.Returned:
+			case out.Found:
+				c.Claims++
+			default:
 				c.EmptyClaims++
 			}
 		case model.OpComplete:
 			if out.Outcome == model.Returned {
 				if out.Rows == 1 {
-					c.Accepted++
+					c.Completions++
 				} else {
-					c.Refused++
+					c.RejectedCompletions++
 				}
 			}
 		case model.OpExpire:
@@ -456,15 +431,17 @@ func CountOps(h *History) Counts {
 			snaps[o.Call] = true
 		case model.OpLock:
 			c.Locks++
+		case model.OpUnlock:
+			c.Releases++
 		}
 	}
-	c.Snapshots = len(snaps)
+	c.Snapshots = int64(len(snaps))
 	for _, f := range h.Faults {
 		switch f.Kind {
 		case "cancel":
 			c.Cancels++
 		case "terminate":
-			c.Terminations++
+			c.Terminates++
 		}
 	}
 	return c

@@ -2,6 +2,7 @@ package program
 
 import (
 	"errors"
+	"fmt"
 
 	"pgqcheck/model"
 )
@@ -27,6 +28,24 @@ type Counts struct {
 	DrainedJobs          int64 `json:"drained_jobs"`
 	ShortLeases          int64 `json:"short_leases"`
 	Errors               int64 `json:"errors"` // statements that failed (property 9)
+	// What only concurrent histories show.
+	Ops        int64 `json:"ops,omitempty"`         // recorded operations, observations included
+	Snapshots  int64 `json:"snapshots,omitempty"`   // snapshot statements
+	Unknown    int64 `json:"unknown,omitempty"`     // operations whose outcome never came back
+	Aborted    int64 `json:"aborted,omitempty"`     // operations rolled back with their transaction
+	ClaimWaits int64 `json:"claim_waits,omitempty"` // claims seen waiting behind an injected row lock (observations)
+}
+
+func (c Counts) String() string {
+	s := fmt.Sprintf("%d enqueued, %d claims (+%d empty), %d completions accepted, %d refused (%d with an older token), %d expiries, %d row locks, %d cancels, %d terminations",
+		c.Enqueued, c.Claims, c.EmptyClaims, c.Completions, c.RejectedCompletions, c.StaleTokenCompletion, c.Expiries, c.Locks, c.Cancels, c.Terminates)
+	if c.Ops > 0 {
+		s = fmt.Sprintf("%d ops (%d unknown outcomes, %d snapshots): ", c.Ops, c.Unknown, c.Snapshots) + s
+	}
+	if c.ClaimWaits > 0 {
+		s += fmt.Sprintf("; observed %d claim(s) waiting behind an injected row lock", c.ClaimWaits)
+	}
+	return s
 }
 
 // Add accumulates o into c.
@@ -48,6 +67,11 @@ func (c *Counts) Add(o Counts) {
 	c.DrainedJobs += o.DrainedJobs
 	c.ShortLeases += o.ShortLeases
 	c.Errors += o.Errors
+	c.Ops += o.Ops
+	c.Snapshots += o.Snapshots
+	c.Unknown += o.Unknown
+	c.Aborted += o.Aborted
+	c.ClaimWaits += o.ClaimWaits
 }
 
 // answers is what the queue answered during one operation, for Counts.

@@ -157,7 +157,7 @@ const (
 	HeaderQueue    = "queue"    // the queue it was found on: information, not its target
 	HeaderVerdict  = "verdict"
 	HeaderProperty = "property" // the number of the property the verdict names
-	HeaderMutant   = "mutant" // a mutant's corpus entry: the mutant it must keep catching
+	HeaderMutant   = "mutant"   // a mutant's corpus entry: the mutant it must keep catching
 	HeaderBug      = "bug"
 )
 
