@@ -62,6 +62,9 @@ type Scheduler struct {
 	// lastFailure is the choices of the last run that failed; lastReport, its report folder.
 	lastFailure choiceLog
 	lastReport  string
+	// lastViolation is the broken promise the last run stopped with (nil: it held, or failed
+	// without naming a property).
+	lastViolation *model.Violation
 }
 
 // NewScheduler prepares scheduled mode for an installed queue. Close it when done.
@@ -107,6 +110,7 @@ func (s *Scheduler) run(t Failer, c chooser) {
 	t.Helper()
 	p := drawProgram(c, s.cfg, s.in.Queue.Lock != "")
 	r := &srun{s: s, t: t, c: c, rec: NewRecorder(true), sess: s.sess[:len(p.lengths)], p: p}
+	s.lastViolation = nil
 	defer r.settle()
 	if err := r.start(); err != nil {
 		t.Fatalf("harness: %v", err)
@@ -868,6 +872,7 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 		err = WriteReport(dir, h, verdict)
 	}
 	r.s.lastFailure = *r.c.log()
+	r.s.lastViolation = v
 	input := filepath.Join(dir, ReportFuzzInput)
 	if err == nil {
 		err = os.WriteFile(input, FuzzInputFile(r.s.lastFailure.bytes), 0o644)
@@ -891,6 +896,9 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 type Finding struct {
 	Name   string
 	Output string
+	// Violation is the broken promise the failing run stopped with; nil when it failed
+	// without naming a property (a harness failure, a malformed history).
+	Violation *model.Violation
 	// Input is the failing run's choices as a FuzzScheduled input (see FuzzInputFile).
 	Input []byte
 	marks []mark
@@ -923,7 +931,7 @@ func SearchScheduled(ctx context.Context, in *sut.Installed, name string, cfg Sc
 		return nil
 	}
 	// rapid ends by replaying its shrunk case, so the last failing run is that case.
-	return &Finding{Name: name, Output: out, Input: s.lastFailure.bytes, marks: s.lastFailure.marks}
+	return &Finding{Name: name, Output: out, Input: s.lastFailure.bytes, marks: s.lastFailure.marks, Violation: s.lastViolation}
 }
 
 // ReplayInput runs scheduled mode once, outside `go test`, with the choices of a FuzzScheduled
@@ -940,5 +948,5 @@ func (s *Scheduler) replay(name string, data []byte) *Finding {
 	if !failed {
 		return nil
 	}
-	return &Finding{Name: name, Output: out, Input: s.lastFailure.bytes, marks: s.lastFailure.marks}
+	return &Finding{Name: name, Output: out, Input: s.lastFailure.bytes, marks: s.lastFailure.marks, Violation: s.lastViolation}
 }
