@@ -272,17 +272,11 @@ func (cp *campaign) measureClaimCost(ctx context.Context) *plan.Report {
 	fail := func(err error) *plan.Report {
 		return &plan.Report{Queue: q.Name, Source: q.Source, Verdict: "not measured: " + oneLine(err.Error())}
 	}
-	db, err := cp.cfg.Server.CreateDatabase(ctx, "pgqcheck_plan_"+q.Name)
-	if err != nil {
-		return fail(err)
-	}
-	defer db.Drop(context.Background())
-	in, err := sut.Install(ctx, db.DSN, q)
-	if err != nil {
-		return fail(err)
-	}
-	defer in.Close()
-	r, err := plan.Measure(ctx, in, cp.cfg.PlanSizes)
+	var r *plan.Report
+	err := OnDatabase(ctx, cp.cfg.Server, "pgqcheck_plan_"+q.Name, q, func(in *sut.Installed, _ string) (err error) {
+		r, err = plan.Measure(ctx, in, cp.cfg.PlanSizes)
+		return err
+	})
 	if err != nil {
 		return fail(err)
 	}

@@ -70,8 +70,8 @@ type KillConfig struct {
 	ShrinkTime time.Duration // rapid's, per catch (a mutant only needs catching)
 	// QueueChecks is how many property runs each correct built-in queue must pass; 0 skips them.
 	QueueChecks int
-	// OnRow, when set, hears of each row as it is decided.
-	OnRow func(KillRow)
+	// Log, when set, hears of each row as it is decided.
+	Log io.Writer
 }
 
 // HuntMutants builds the kill table. An error means ctx ended before every row was decided.
@@ -88,7 +88,7 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 			names, ok := SuiteModes[suite]
 			if !ok {
 				row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, Linear)", suite)}
-				kt.add(row, cfg.OnRow)
+				kt.add(row, cfg.Log)
 				continue
 			}
 			for _, name := range names {
@@ -96,7 +96,7 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 				if ctx.Err() != nil {
 					return kt, ctx.Err()
 				}
-				kt.add(row, cfg.OnRow)
+				kt.add(row, cfg.Log)
 			}
 		}
 	}
@@ -112,92 +112,83 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 	return kt, nil
 }
 
-func (kt *KillTable) add(r KillRow, on func(KillRow)) {
+func (kt *KillTable) add(r KillRow, log io.Writer) {
 	kt.Rows = append(kt.Rows, r)
-	if on != nil {
-		on(r)
+	if log != nil {
+		by := r.Verdict
+		if r.Err != "" {
+			by = r.Err
+		}
+		fmt.Fprintf(log, "  %s (%s, %s): %s %s\n", r.Mutant, r.Suite, r.Mode, r.Result(), by)
 	}
 }
 
 // hunt searches a mutant with one mode until it is caught or the budget is spent.
 func hunt(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, modeName string, i int, scratch string) KillRow {
 	row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Mode: modeName}
-	fail := func(err error) KillRow { row.Err = oneLine(err.Error()); return row }
-	db, err := cfg.Server.CreateDatabase(ctx, "pgqcheck_mutants_"+m.Name)
-	if err != nil {
-		return fail(err)
-	}
-	defer db.Drop(context.Background())
-	in, err := sut.Install(ctx, db.DSN, m.Queue)
-	if err != nil {
-		return fail(err)
-	}
-	defer in.Close()
 	var tally Tally
-	w := &Worker{Index: i, Queue: m.Queue, In: in, Seed: cfg.Seed, ShrinkTime: cfg.ShrinkTime, CatchOnly: true, Tally: &tally, Saver: &Saver{Reports: scratch}}
-	h, err := modes[modeName].Start(ctx, w)
-	if err != nil {
-		return fail(err)
-	}
-	defer h.Close()
 	checks := func() int64 {
-		t := tally.Snapshot()
-		if modeName == "stress" {
+		if t := tally.Snapshot(); modeName != "stress" {
+			return t.Checks
+		} else {
 			return t.Histories
 		}
-		return t.Checks
 	}
-	start := time.Now()
-	for n := 0; ctx.Err() == nil && time.Since(start) < cfg.Budget; n++ {
-		fs, err := h.Round(ctx, n)
-		if ctx.Err() != nil {
-			break
-		}
+	err := OnDatabase(ctx, cfg.Server, "pgqcheck_mutants_"+m.Name, m.Queue, func(in *sut.Installed, _ string) error {
+		w := &Worker{Index: i, Queue: m.Queue, In: in, Seed: cfg.Seed, ShrinkTime: cfg.ShrinkTime, CatchOnly: true, Tally: &tally, Saver: &Saver{Reports: scratch}}
+		h, err := modes[modeName].Start(ctx, w)
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		if len(fs) > 0 {
-			f := fs[0]
-			row.Caught, row.Property, row.Verdict = true, f.Property, f.Verdict
-			row.Time, row.Checks = f.foundAt.Sub(start), checks()
-			return row
+		defer h.Close()
+		start := time.Now()
+		defer func() {
+			if !row.Caught {
+				row.Time = time.Since(start)
+			}
+			row.Checks = checks()
+		}()
+		for n := 0; ctx.Err() == nil && time.Since(start) < cfg.Budget; n++ {
+			fs, err := h.Round(ctx, n)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if len(fs) > 0 {
+				f := fs[0]
+				row.Caught, row.Property, row.Verdict, row.Time = true, f.Property, f.Verdict, f.foundAt.Sub(start)
+				return nil
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		row.Err = oneLine(err.Error())
 	}
-	row.Time, row.Checks = time.Since(start), checks()
 	return row
 }
 
 // checkCorrect runs the Prop state machine on a correct queue for cfg.QueueChecks runs.
 func checkCorrect(ctx context.Context, cfg KillConfig, q *sut.Queue) QueueRow {
 	row := QueueRow{Queue: q.Name}
-	db, err := cfg.Server.CreateDatabase(ctx, "pgqcheck_mutants_"+q.Name)
+	err := OnDatabase(ctx, cfg.Server, "pgqcheck_mutants_"+q.Name, q, func(in *sut.Installed, _ string) error {
+		e, err := newSeqEngine(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		var tally Tally
+		f, st, err := e.Search(ctx, rapidSettings{Seed: RoundSeed(cfg.Seed, 1<<15, 0), Checks: cfg.QueueChecks, ShrinkTime: cfg.ShrinkTime}, &tally)
+		row.Checks, row.Time, row.Passed = int64(st.Checks), st.Elapsed, f == nil && err == nil
+		if f != nil {
+			row.Verdict = f.Verdict()
+		}
+		return err
+	})
 	if err != nil {
 		row.Err = oneLine(err.Error())
-		return row
-	}
-	defer db.Drop(context.Background())
-	in, err := sut.Install(ctx, db.DSN, q)
-	if err != nil {
-		row.Err = oneLine(err.Error())
-		return row
-	}
-	defer in.Close()
-	e, err := newSeqEngine(ctx, in)
-	if err != nil {
-		row.Err = oneLine(err.Error())
-		return row
-	}
-	defer e.Close()
-	var tally Tally
-	f, st, err := e.Search(ctx, rapidSettings{Seed: RoundSeed(cfg.Seed, 1<<15, 0), Checks: cfg.QueueChecks, ShrinkTime: cfg.ShrinkTime}, &tally)
-	row.Checks, row.Time = int64(st.Checks), st.Elapsed
-	switch {
-	case err != nil:
-		row.Err = oneLine(err.Error())
-	case f != nil:
-		row.Verdict = f.Verdict()
-	default:
-		row.Passed = true
 	}
 	return row
 }

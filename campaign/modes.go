@@ -38,8 +38,8 @@ type Worker struct {
 	// CatchOnly: only catching matters (the kill table), so a failure is not shrunk beyond
 	// rapid's budget.
 	CatchOnly bool
-	Tally      *Tally
-	Saver      *Saver
+	Tally     *Tally
+	Saver     *Saver
 }
 
 // Hunter runs a worker's rounds.

@@ -3,7 +3,6 @@ package campaign
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -88,8 +87,9 @@ func (e *InputError) Error() string { return e.Msg }
 
 // ReplayFile replays one saved case against q: an .ops program (on a fresh database), a
 // FuzzScheduled input (one scheduled run from its choices), or a saved history (re-checked, no
-// database needed). Report folders of concurrent runs go under reportDir.
-func ReplayFile(ctx context.Context, srv func() (*pgserver.Server, error), q *sut.Queue, path, reportDir string) (*Replayed, error) {
+// database needed). srv is called only when a database is needed. A concurrent run's report
+// folder is kept (under the temporary folder) only when the case fails.
+func ReplayFile(ctx context.Context, srv func() (*pgserver.Server, error), q *sut.Queue, path string) (*Replayed, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &InputError{fmt.Sprintf("%s cannot be read (%v); pass an .ops program, a FuzzScheduled input or a history.json", path, unwrapPath(err))}
@@ -98,13 +98,7 @@ func ReplayFile(ctx context.Context, srv func() (*pgserver.Server, error), q *su
 	text := bytes.TrimSpace(b)
 	switch {
 	case bytes.HasPrefix(text, []byte("{")):
-		r.Kind, r.Queue = "history", ""
-		v, err := CheckHistory(path, "")
-		if v == nil {
-			return nil, &InputError{fmt.Sprintf("%s is not a history (%s); pass a history.json from a report folder", path, oneLine(fmt.Sprint(err)))}
-		}
-		r.History = v
-		return r, nil
+		return ReplayHistory(path, "")
 	case bytes.HasPrefix(text, []byte("go test fuzz v1")):
 		r.Kind = "fuzz input"
 	default:
@@ -126,32 +120,29 @@ func ReplayFile(ctx context.Context, srv func() (*pgserver.Server, error), q *su
 	if err != nil {
 		return nil, err
 	}
-	db, err := s.CreateDatabase(ctx, "pgqcheck_replay_"+q.Name)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Drop(context.Background())
-	in, err := sut.Install(ctx, db.DSN, q)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
-	switch r.Kind {
-	case "fuzz input":
-		r.Finding, err = replayFuzzInput(ctx, in, path, reportDir)
-		if errors.Is(err, errNotReproduced) {
-			err = nil
+	err = OnDatabase(ctx, s, "pgqcheck_replay_"+q.Name, q, func(in *sut.Installed, _ string) (err error) {
+		switch r.Kind {
+		case "fuzz input":
+			dir, err := os.MkdirTemp("", "pgqcheck-replay-")
+			if err != nil {
+				return err
+			}
+			if r.Finding, err = replayFuzzInput(ctx, in, path, dir); r.Finding == nil || r.Finding.ReportDir == "" {
+				os.RemoveAll(dir)
+			}
+			return err
+		case "scheduled program":
+			r.Finding, err = replayScheduled(ctx, in, p)
+		default:
+			var e *seqEngine
+			if e, err = newSeqEngine(ctx, in); err != nil {
+				return err
+			}
+			defer e.Close()
+			r.Finding, r.Trace, err = e.Replay(ctx, p)
 		}
-	case "scheduled program":
-		r.Finding, err = replayScheduled(ctx, in, p)
-	default:
-		var e *seqEngine
-		if e, err = newSeqEngine(ctx, in); err != nil {
-			return nil, err
-		}
-		defer e.Close()
-		r.Finding, r.Trace, err = e.Replay(ctx, p)
-	}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +150,16 @@ func ReplayFile(ctx context.Context, srv func() (*pgserver.Server, error), q *su
 		r.Trace = r.Finding.Trace
 	}
 	return r, nil
+}
+
+// ReplayHistory re-checks a saved history and, when htmlOut is set, writes porcupine's timeline
+// there. A timeline that cannot be written is the error beside a verdict.
+func ReplayHistory(path, htmlOut string) (*Replayed, error) {
+	v, err := CheckHistory(path, htmlOut)
+	if v == nil {
+		return nil, &InputError{fmt.Sprintf("%s is not a history (%s); pass a history.json from a report folder", path, oneLine(fmt.Sprint(err)))}
+	}
+	return &Replayed{File: path, Kind: "history", History: v}, err
 }
 
 // Print writes the verdict and the program with the queue's answers.

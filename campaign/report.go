@@ -93,7 +93,7 @@ const (
 type Failure struct {
 	Property     Property `json:"property"`
 	PropertyName string   `json:"property_name"`
-	Verdict      string   `json:"verdict"` // one line, "property N (name): what happened"
+	Verdict      string   `json:"verdict"`           // one line, "property N (name): what happened"
 	Program      string   `json:"program,omitempty"` // the .ops program that replays it
 	Trace        string   `json:"trace,omitempty"`   // the program as it ran, with the queue's answers
 	Model        string   `json:"model,omitempty"`   // what the model held when it stopped

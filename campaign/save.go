@@ -156,6 +156,9 @@ func ModuleRoot(dir string) (string, bool) {
 	}
 }
 
+// PathCause is a file-system error without the path and operation (the message names them).
+func PathCause(err error) error { return unwrapPath(err) }
+
 func unwrapPath(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
