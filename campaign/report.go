@@ -250,11 +250,12 @@ func (r *Report) Summary(w io.Writer) {
 		p("  failure %d%s, %s mode, worker %d after %s (shrunk in %s): %s", i+1, tag, f.Mode, f.Worker,
 			Round(seconds(f.FoundAfterS)), Round(seconds(f.ShrinkS)), f.Verdict)
 		if f.Trace != "" {
-			if f.Mode == "stress" {
-				p("    longest legal order, then the operation that cannot come next:")
-			} else {
+			switch f.Mode {
+			case "sequential":
 				p("    program (queue's answers):")
-			}
+			case "stress":
+				p("    the failing job's longest legal order, then the operation that cannot come next:")
+			} // a scheduled trace heads its own parts: prefix, concurrent, interleaving
 			for _, l := range strings.Split(strings.TrimRight(f.Trace, "\n"), "\n") {
 				p("    %s", l)
 			}
