@@ -358,3 +358,22 @@ func TestPropertyPrints(t *testing.T) {
 		t.Errorf("%s, %s, %s", PFencing, PClaimCost, PClaimOrder.Name())
 	}
 }
+
+// TestCampaignStressFinding: a stress-mode failure keeps the failing job's history under
+// testdata/histories, marked with its property, and re-checking that history fails with the
+// same typed property.
+func TestCampaignStressFinding(t *testing.T) {
+	root, q := copyMutant(t, "claim-without-lock")
+	rep, out := run(t, context.Background(), Config{Queue: q, Mode: mode(t, "stress"), Seed: 3, Duration: time.Minute, Root: root, ReportDir: t.TempDir()})
+	if rep.Verdict != VerdictViolated || len(rep.Failures) != 1 {
+		t.Fatalf("verdict %s, %d failures\n%s", rep.Verdict, len(rep.Failures), out)
+	}
+	f := rep.Failures[0]
+	if filepath.Dir(f.ReplayFile) != filepath.Join(root, "testdata", "histories") || f.ReportDir == "" || f.Trace == "" {
+		t.Fatalf("history not saved under %s, or no report folder or explanation: %+v\n%s", root, f, out)
+	}
+	r, err := ReplayFile(context.Background(), nil, q, f.ReplayFile)
+	if err != nil || r.Held() || r.History.Violation == nil || propertyOf(r.History.Violation) != f.Property {
+		t.Errorf("re-checking the saved history: %+v, %v", r, err)
+	}
+}
