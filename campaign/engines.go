@@ -396,7 +396,8 @@ func scheduledFinding(lf *linear.Finding, reportDir string) (*Finding, error) {
 	return f, nil
 }
 
-// replayFuzzInput runs one scheduled run from a FuzzScheduled input file's choices.
+// replayFuzzInput runs one scheduled run from a FuzzScheduled input file's choices; a failing
+// run's report folder goes into reportDir, a fresh folder.
 func replayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir string) (*Finding, error) {
 	data, err := fuzz.ReadInputFile(path)
 	if err != nil {
@@ -407,6 +408,7 @@ func replayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir str
 	if lf == nil {
 		return nil, nil
 	}
+	// The run's report folder is the only one in reportDir, which the caller made for it.
 	dir, _ := filepath.Glob(filepath.Join(reportDir, "pgqcheck-linear-*"))
 	report := ""
 	if len(dir) == 1 {

@@ -128,11 +128,11 @@ func hunt(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, modeName
 	row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Mode: modeName}
 	var tally Tally
 	checks := func() int64 {
-		if t := tally.Snapshot(); modeName != "stress" {
-			return t.Checks
-		} else {
-			return t.Histories
+		t := tally.Snapshot()
+		if modeName == "stress" {
+			return t.Histories // a stress round is one history, not property runs
 		}
+		return t.Checks
 	}
 	err := OnDatabase(ctx, cfg.Server, "pgqcheck_mutants_"+m.Name, m.Queue, func(in *sut.Installed, _ string) error {
 		w := &Worker{Index: i, Queue: m.Queue, In: in, Seed: cfg.Seed, ShrinkTime: cfg.ShrinkTime, CatchOnly: true, Tally: &tally, Saver: &Saver{Reports: scratch}}
