@@ -88,7 +88,7 @@ func run(t *testing.T, ctx context.Context, cfg Config) (*Report, string) {
 
 func TestCampaignHoldsOnSeed(t *testing.T) {
 	root := t.TempDir()
-	rep, out := run(t, context.Background(), Config{Queue: sut.MustBuiltin("seed"), Mode: mode(t, AllModes), Seed: 7, Duration: 4 * time.Second, Root: root})
+	rep, out := run(t, context.Background(), Config{Queue: sut.MustBuiltin("seed"), Mode: mode(t, AllModes), Workers: 2, Seed: 7, Duration: 4 * time.Second, Root: root})
 	if rep.Verdict != VerdictHeld || rep.Checks == 0 || rep.Histories == 0 || rep.Counts.Claims == 0 || rep.StopReason != "duration reached" || rep.Format != ReportFormat {
 		t.Errorf("report: %+v\n%s", rep, out)
 	}
