@@ -175,6 +175,15 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseFlags parses a command that takes flags only; hint says where a stray argument belongs.
+func (c *cli) parseFlags(fs *flag.FlagSet, args []string, hint string) error {
+	pos, err := c.parse(fs, args)
+	if err == nil && len(pos) > 0 {
+		err = usageErrorf("%s: unexpected argument %q; %s", fs.Name(), pos[0], hint)
+	}
+	return err
+}
+
 func (c *cli) commandUsage(fs *flag.FlagSet) {
 	for _, cmd := range commands {
 		if cmd.name == fs.Name() {

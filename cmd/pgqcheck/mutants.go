@@ -28,12 +28,8 @@ func runMutants(c *cli, args []string) error {
 	builtins := fs.Bool("builtins", true, "also require every correct built-in queue to pass")
 	seed := fs.Uint64("seed", 0, "seed for the searches (0: pick one and print it)")
 	shrink := fs.Duration("shrink-time", 0, "time rapid may spend shrinking each catch (a mutant only needs catching; 0 reports the first failing run)")
-	pos, err := c.parse(fs, args)
-	if err != nil {
+	if err := c.parseFlags(fs, args, "pass the folder with --dir"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("mutants: unexpected argument %q; pass the folder with --dir", pos[0])
 	}
 	if err := positive("mutants", "--budget", *budget); err != nil {
 		return err

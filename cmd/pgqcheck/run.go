@@ -39,12 +39,8 @@ func runCampaign(c *cli, args []string) error {
 	root := fs.String("corpus", "", "module root under whose testdata/ failing cases are saved (default: the pgqcheck module above the working directory)")
 	var qf queueFlags
 	qf.add(fs)
-	pos, err := c.parse(fs, args)
-	if err != nil {
+	if err := c.parseFlags(fs, args, "run takes only flags (pgqcheck run -h)"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("run: unexpected argument %q; run takes only flags (pgqcheck run -h)", pos[0])
 	}
 	if err := positive("run", "--duration", *duration); err != nil {
 		return err

@@ -26,12 +26,8 @@ func runWalkthrough(c *cli, args []string) error {
 	sleep := fs.Duration("locker-sleep", time.Second, "how long the main scenario's locker holds job 1 in pg_sleep (the seed sleeps 5s)")
 	var qf queueFlags
 	qf.add(fs)
-	pos, err := c.parse(fs, args)
-	if err != nil {
+	if err := c.parseFlags(fs, args, "the evidence path goes after -o"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("walkthrough: unexpected argument %q; the evidence path goes after -o", pos[0])
 	}
 	if err := positive("walkthrough", "--locker-sleep", *sleep); err != nil {
 		return err
