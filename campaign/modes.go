@@ -223,7 +223,11 @@ func (h *schedHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	fl := newFailure(f, "scheduled", h.w.Index, n, seed)
 	fl.ShrinkS = (time.Since(begin) - st.FirstFailure).Seconds()
 	fl.foundAt = begin.Add(st.FirstFailure)
-	return []*Failure{fl}, h.w.Saver.keepFuzzInput(fl, f.Input, h.w.Queue)
+	if err := h.w.Saver.keepFuzzInput(fl, f.Input, h.w.Queue); err != nil {
+		return []*Failure{fl}, err
+	}
+	// A scheduled finding whose engine gives it a program is kept as an .ops file as well.
+	return []*Failure{fl}, h.w.Saver.keepProgram(fl, f, h.w.Queue)
 }
 
 // mixed takes turns between modes: a worker's round n is round n/k of mode n%k, all on the

@@ -40,13 +40,14 @@ func (s *Saver) savedPrograms() []string {
 	return files
 }
 
-// keepProgram saves a sequential finding's reduced program under testdata/programs/found,
-// where TestPropPrograms replays it on every `go test`.
+// keepProgram saves a finding's program under testdata/programs/found, where TestPropPrograms
+// replays it on every `go test`, and a campaign's start replays it on the queue it judges. The
+// header's mode says which engine replays it.
 func (s *Saver) keepProgram(fl *Failure, f *Finding, q *sut.Queue) error {
 	if !s.keeps() || f.Program == "" {
 		return nil
 	}
-	header := map[string]string{"queue": q.Ref(s.Root), "mode": "sequential", "found by": "pgqcheck run", "found": time.Now().UTC().Format(time.RFC3339)}
+	header := map[string]string{"queue": q.Ref(s.Root), "mode": fl.Mode, "found by": "pgqcheck run", "found": time.Now().UTC().Format(time.RFC3339)}
 	path, _, err := saveProgram(filepath.Join(s.Root, foundDir), "found-"+safeName(q.Name), f, header)
 	if err != nil {
 		return fmt.Errorf("saving the reduced program: %v", unwrapPath(err))

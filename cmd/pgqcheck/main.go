@@ -292,16 +292,13 @@ func (q *queueFlags) load(cmd string) (*sut.Queue, error) {
 }
 
 // inputError turns a campaign's *InputError into a usage error of cmd; any other error is an
-// environment error (exit 2 as well), printed as it is.
+// environment error (exit 2 as well), printed on one line as it is.
 func inputError(cmd string, err error) error {
 	var ie *campaign.InputError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ie):
+	if errors.As(err, &ie) {
 		return usageErrorf("%s: %s", cmd, ie.Msg)
 	}
-	return &exitErr{exitError, err.Error()}
+	return err
 }
 
 // randomSeed picks a seed when none is given; the command prints it, so the run repeats.

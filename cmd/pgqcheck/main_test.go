@@ -126,6 +126,13 @@ func TestReplayExitCodes(t *testing.T) {
 	if r.code != exitViolation || !strings.Contains(r.stdout, "property 1 (fencing)") || !strings.Contains(r.stdout, "program (queue's answers):") {
 		t.Errorf("on the mutant: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// A scheduled program needs the scheduler that runs programs with sessions: until then,
+	// a one-line error says so.
+	sched := filepath.Join(t.TempDir(), "scheduled.ops")
+	if err := os.WriteFile(sched, []byte("# mode: scheduled\nenqueue 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oneLineError(t, pgqcheck(t, "replay", sched), "scheduled programs replay with the new scheduler")
 	r = pgqcheck(t, "replay", prog)
 	if r.code != exitHeld || !strings.Contains(r.stdout, "held: no property broken") || !strings.Contains(r.stdout, "built-in seed") {
 		t.Errorf("on the seed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
