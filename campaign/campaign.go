@@ -34,7 +34,7 @@ type Config struct {
 	// after the campaign; none: not measured.
 	PlanSizes []int
 	// Root is the module root under whose testdata/ failing cases are saved, and whose saved
-	// programs are replayed first.
+	// programs are replayed first; "" saves and replays nothing.
 	Root string
 	// ReportDir is where concurrent failures' report folders go; "" means a temporary folder,
 	// removed when the campaign ends.
