@@ -56,18 +56,25 @@ func Load(root string) ([]*Case, error) {
 // Replayer replays cases against one installed queue. It opens its sessions on first use;
 // Close them when done.
 type Replayer struct {
-	In  *sut.Installed
-	env *program.Env
+	In    *sut.Installed
+	env   *program.Env
+	trace string
 	// ReportDir is where a scheduled case's failure writes its report (default: a temporary folder).
 	ReportDir string
 }
 
+// Trace is the last replayed program as it ran, with the queue's answers, held or not.
+func (r *Replayer) Trace() string { return r.trace }
+
 // Replay runs one case against the queue: nil when it held, the finding when it failed, an
 // error when the harness did.
 func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Finding, error) {
-	switch p.Mode() {
-	case program.Scheduled:
-		return linear.ReplayProgram(ctx, r.In, linear.ScheduledConfig{Name: "replay-" + r.In.Queue.Name, ReportDir: r.ReportDir}, p)
+	if p.Mode() == program.Scheduled {
+		s := linear.NewScheduler(ctx, r.In, linear.ScheduledConfig{Name: "replay-" + r.In.Queue.Name, ReportDir: r.ReportDir})
+		defer s.Close()
+		f, err := s.ReplayProgram(p)
+		r.trace = s.Trace()
+		return f, err
 	}
 	if r.env == nil {
 		env, err := program.NewEnv(ctx, r.In, program.Workers, program.Lockers)
@@ -77,6 +84,7 @@ func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Fin
 		r.env = env
 	}
 	err := program.Replay(ctx, r.env, p.Ops)
+	r.trace = r.env.Program()
 	var v *model.Violation
 	switch {
 	case err == nil:

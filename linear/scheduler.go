@@ -66,7 +66,12 @@ type Scheduler struct {
 	last    *program.Finding // the last failing run's
 	// lastMarks locate the last failing run's choices in its fuzz input, for ShrinkInput.
 	lastMarks []mark
+	// trace is the last run's interleaving with the queue's answers, held or not.
+	trace string
 }
+
+// Trace is the last run's interleaving with the queue's answers, whether it held or failed.
+func (s *Scheduler) Trace() string { return s.trace }
 
 // NewScheduler prepares scheduled mode for an installed queue. Close it when done.
 func NewScheduler(ctx context.Context, in *sut.Installed, cfg ScheduledConfig) *Scheduler {
@@ -191,6 +196,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 	h := r.rec.History(s.in.Queue.Source, "scheduled")
 	h.Drained = true
 	h.Program = r.listing()
+	s.trace = h.Program
 	v := Check(h, s.cfg.CheckTimeout)
 	if s.cfg.Trace != nil {
 		fmt.Fprintf(s.cfg.Trace, "%s%s\n\n", h.Program, v)
@@ -722,6 +728,7 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 		fmt.Fprintf(&b, "report: %s (the program replays with: pgqcheck replay %s)\n", dir, filepath.Join(dir, ReportProgram))
 	}
 	r.s.last = f
+	r.s.trace = f.Trace
 	if r.c != nil {
 		r.s.lastMarks = r.c.log().marks
 	}
@@ -781,7 +788,12 @@ func ReplayProgram(ctx context.Context, in *sut.Installed, cfg ScheduledConfig, 
 	return s.replayProgram(p)
 }
 
+// ReplayProgram runs a saved scheduled program once, outside `go test`, on s's sessions: nil
+// when the run held (Trace then shows what it did).
+func (s *Scheduler) ReplayProgram(p *program.Program) (*program.Finding, error) { return s.replayProgram(p) }
+
 func (s *Scheduler) replayProgram(p *program.Program) (*program.Finding, error) {
+	s.trace = ""
 	return s.outcome(program.RunOutside("replay", func(t rapid.TB) { s.RunProgram(t, p) }))
 }
 

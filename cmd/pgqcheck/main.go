@@ -1,6 +1,7 @@
 // Command pgqcheck runs the queue suite outside `go test`: the seed's walkthrough with recorded
-// evidence, long search campaigns that save every failure where `go test` replays it, the
-// mutant kill table, and reports.
+// evidence, long search campaigns that save every failure where `go test` replays it, replays
+// of saved cases, the mutant kill table, and reports. The work itself is package campaign's;
+// this command holds the flags, the exit statuses, the signals and the output streams.
 //
 // Exit status: 0 every property held, 1 a violation was found, 2 a usage or environment error
 // (bad flags, an unreadable folder, no Postgres). Errors are one line starting "pgqcheck: ".
@@ -8,6 +9,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,13 +18,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"pgqcheck/campaign"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 )
@@ -36,35 +39,21 @@ const (
 type command struct {
 	name, args, summary string
 	run                 func(c *cli, args []string) error
+	details             string // the rest of the command's -h text
 }
 
-// commands is filled by init functions in several files; commandOrder is how -h lists them.
-var (
-	commands     []*command
-	commandOrder = []string{"walkthrough", "run", "check-history", "mutants", "report"}
-)
+// commands, in the order -h lists them.
+var commands []*command
 
 func init() {
-	commands = append(commands, []*command{
-		{"walkthrough", "[-o evidence.json] [--sql-dir DIR | --queue NAME]", "reproduce the seed's walkthrough and write its evidence", runWalkthrough},
-		{"run", "--duration 10m [--sql-dir DIR | --queue NAME] [--workers N] [--seed S] [--report DIR] [--mode all|sequential|stress|scheduled]", "search a queue for violations for a while, saving every failure for go test", runCampaign},
-		{"mutants", "[--dir testdata/mutants] [--run REGEXP] [--budget 1m]", "prove the suite catches every mutant and passes every correct built-in queue", runMutants},
-		{"report", "FILE... | -merge OUT.json FILE...", "print the summary of saved run reports, or merge shard reports", runReport},
-	}...)
-}
-
-func sortedCommands() []*command {
-	rank := func(name string) int {
-		for i, n := range commandOrder {
-			if n == name {
-				return i
-			}
-		}
-		return len(commandOrder)
+	commands = []*command{
+		{"walkthrough", "[-o evidence.json] [--sql-dir DIR | --queue NAME]", "reproduce the seed's walkthrough and write its evidence", runWalkthrough, walkthroughDetails},
+		{"run", "--duration 10m [--sql-dir DIR | --queue NAME] [--workers N] [--seed S] [--report DIR] [--mode all|sequential|stress|scheduled]", "search a queue for violations for a while, saving every failure for go test", runCampaign, runDetails},
+		{"replay", "FILE [--sql-dir DIR | --queue NAME]", "replay a saved case (an .ops program, a FuzzScheduled input or a history) against a queue", runReplay, replayDetails},
+		{"check-history", "FILE [-html OUT.html]", "re-check a saved concurrent history for linearizability", runCheckHistory, checkHistoryDetails},
+		{"mutants", "[--dir testdata/mutants] [--run REGEXP] [--budget 1m]", "prove the suite catches every mutant and passes every correct built-in queue", runMutants, mutantsDetails},
+		{"report", "FILE... | -merge OUT.json FILE...", "print the summary of saved run reports, or merge shard reports", runReport, reportDetails},
 	}
-	out := append([]*command(nil), commands...)
-	sort.SliceStable(out, func(i, j int) bool { return rank(out[i].name) < rank(out[j].name) })
-	return out
 }
 
 func main() {
@@ -83,49 +72,39 @@ type cli struct {
 // mainWith runs one command line and returns the exit status.
 func mainWith(args []string, stdout, stderr io.Writer) int {
 	c := &cli{stdout: stdout, stderr: stderr}
-	if len(args) == 0 {
-		c.usage(stderr)
-		fmt.Fprintln(stderr, "pgqcheck: no command given; run one of the commands above (pgqcheck COMMAND -h for its flags)")
-		return exitError
-	}
-	name := args[0]
-	switch name {
-	case "-h", "-help", "--help", "help":
-		c.usage(stdout)
-		return exitHeld
-	}
+	var names []string
 	for _, cmd := range commands {
-		if cmd.name == name {
+		names = append(names, cmd.name)
+		if len(args) > 0 && cmd.name == args[0] {
 			c.sig = watchInterrupts(stderr)
 			defer c.sig.stop()
 			return exitCode(cmd.run(c, args[1:]), stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "pgqcheck: unknown command %q; use one of %s (pgqcheck -h lists them)\n", name, commandNames())
+	switch {
+	case len(args) == 0:
+		c.usage(stderr)
+		fmt.Fprintln(stderr, "pgqcheck: no command given; run one of the commands above (pgqcheck COMMAND -h for its flags)")
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help":
+		c.usage(stdout)
+		return exitHeld
+	default:
+		fmt.Fprintf(stderr, "pgqcheck: unknown command %q; use one of %s (pgqcheck -h lists them)\n", args[0], strings.Join(names, ", "))
+	}
 	return exitError
 }
 
 func (c *cli) usage(w io.Writer) {
-	fmt.Fprintln(w, "pgqcheck proves or refutes that a PostgreSQL job queue keeps its promises.")
-	fmt.Fprintln(w, "\nUsage: pgqcheck COMMAND [flags]")
-	fmt.Fprintln(w, "\nCommands:")
-	for _, cmd := range sortedCommands() {
+	fmt.Fprint(w, "pgqcheck proves or refutes that a PostgreSQL job queue keeps its promises.\n\nUsage: pgqcheck COMMAND [flags]\n\nCommands:\n")
+	for _, cmd := range commands {
 		fmt.Fprintf(w, "  %-14s %s\n", cmd.name, cmd.summary)
 	}
-	fmt.Fprintln(w, "\nPostgres comes from PGQCHECK_PG (auto, dsn, docker, local) with PGQCHECK_DSN / PGQCHECK_IMAGE;")
-	fmt.Fprintln(w, "a queue folder from --sql-dir or PGQCHECK_SQL_DIR (default: the built-in seed queue).")
-	fmt.Fprintln(w, "Exit status: 0 all properties held, 1 a violation was found, 2 usage or environment error.")
+	fmt.Fprint(w, "\nPostgres comes from PGQCHECK_PG (auto, dsn, docker, local) with PGQCHECK_DSN / PGQCHECK_IMAGE;\n",
+		"a queue folder from --sql-dir or PGQCHECK_SQL_DIR (default: the built-in seed queue).\n",
+		"Exit status: 0 all properties held, 1 a violation was found, 2 usage or environment error.\n")
 }
 
-func commandNames() string {
-	var n []string
-	for _, c := range sortedCommands() {
-		n = append(n, c.name)
-	}
-	return strings.Join(n, ", ")
-}
-
-// Errors carry their exit status.
+// exitErr ends a command with an exit status and, unless empty, a one-line message.
 type exitErr struct {
 	code int
 	msg  string
@@ -138,29 +117,21 @@ func usageErrorf(format string, args ...any) error {
 	return &exitErr{exitError, "pgqcheck: " + fmt.Sprintf(format, args...)}
 }
 
-// violation ends a command that found a broken promise; the details are already printed.
-type violation struct{ msg string }
-
-func (v *violation) Error() string { return v.msg }
+// violated ends a command that found a broken promise; the details are already printed.
+func violated(msg string) error { return &exitErr{exitViolation, msg} }
 
 // errHelp is -h: usage already printed, exit 0.
 var errHelp = errors.New("help")
 
 func exitCode(err error, stderr io.Writer) int {
-	var v *violation
 	var ee *exitErr
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errHelp):
 		return exitHeld
-	case errors.Is(err, errHelp):
-		return exitHeld
-	case errors.As(err, &v):
-		if v.msg != "" {
-			fmt.Fprintln(stderr, v.msg)
-		}
-		return exitViolation
 	case errors.As(err, &ee):
-		fmt.Fprintln(stderr, oneLine(ee.msg))
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, oneLine(ee.msg))
+		}
 		return ee.code
 	}
 	msg := oneLine(err.Error())
@@ -171,10 +142,10 @@ func exitCode(err error, stderr io.Writer) int {
 	return exitError
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+var oneLine = campaign.OneLine
 
-// flags builds a command's flag set whose errors become one-line usage errors and whose -h
-// prints the command's usage on stdout.
+// flags builds a command's flag set; parse turns its errors into one-line usage errors and
+// its -h into the command's usage on stdout.
 func (c *cli) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -186,11 +157,10 @@ func (c *cli) flags(name string) *flag.FlagSet {
 func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				c.commandUsage(fs)
-				return nil, errHelp
-			}
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			c.commandUsage(fs)
+			return nil, errHelp
+		} else if err != nil {
 			return nil, usageErrorf("%s: %v; run pgqcheck %s -h for its flags", fs.Name(), err, fs.Name())
 		}
 		rest := fs.Args()
@@ -201,34 +171,29 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
 			return append(pos, rest...), nil
 		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
+}
+
+// parseFlags parses a command that takes flags only; hint says where a stray argument belongs.
+func (c *cli) parseFlags(fs *flag.FlagSet, args []string, hint string) error {
+	pos, err := c.parse(fs, args)
+	if err == nil && len(pos) > 0 {
+		err = usageErrorf("%s: unexpected argument %q; %s", fs.Name(), pos[0], hint)
+	}
+	return err
 }
 
 func (c *cli) commandUsage(fs *flag.FlagSet) {
 	for _, cmd := range commands {
 		if cmd.name == fs.Name() {
-			fmt.Fprintf(c.stdout, "Usage: pgqcheck %s %s\n\n%s.\n\nFlags:\n", cmd.name, cmd.args, capitalize(cmd.summary))
+			fmt.Fprintf(c.stdout, "Usage: pgqcheck %s %s\n\n%s%s.\n\nFlags:\n", cmd.name, cmd.args, strings.ToUpper(cmd.summary[:1]), cmd.summary[1:])
+			fs.SetOutput(c.stdout)
+			fs.PrintDefaults()
+			fs.SetOutput(io.Discard)
+			fmt.Fprintf(c.stdout, "\n%s", cmd.details)
 		}
 	}
-	fs.SetOutput(c.stdout)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
-	if d, ok := commandDetails[fs.Name()]; ok {
-		fmt.Fprintln(c.stdout)
-		fmt.Fprint(c.stdout, d)
-	}
-}
-
-// commandDetails is the rest of a command's -h text.
-var commandDetails = map[string]string{}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // interrupts turns SIGINT/SIGTERM into two contexts: the first signal cancels soft (stop after
@@ -236,32 +201,28 @@ func capitalize(s string) string {
 // servers and databases are released by the commands' deferred cleanup either way, which is why
 // pgserver's own exit-on-signal handler is not used here. A third signal exits at once.
 type interrupts struct {
-	soft, hard context.Context
-	ch         chan os.Signal
-	cancelS    context.CancelFunc
-	cancelH    context.CancelFunc
-	done       chan struct{}
-	mu         sync.Mutex
-	count      int
-	softNote   string
+	soft, hard       context.Context
+	cancelS, cancelH context.CancelFunc
+	ch               chan os.Signal
+	done             chan struct{}
+	mu               sync.Mutex
+	softNote         string
 }
 
 func watchInterrupts(stderr io.Writer) *interrupts {
-	i := &interrupts{ch: make(chan os.Signal, 3), done: make(chan struct{})}
+	i := &interrupts{ch: make(chan os.Signal, 3), done: make(chan struct{}), softNote: "pgqcheck: interrupted; cleaning up (press Ctrl-C again to stop waiting)"}
 	i.soft, i.cancelS = context.WithCancel(context.Background())
 	i.hard, i.cancelH = context.WithCancel(context.Background())
-	i.softNote = "pgqcheck: interrupted; cleaning up (press Ctrl-C again to stop waiting)"
 	signal.Notify(i.ch, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
-		for {
+		for n := 1; ; n++ {
 			select {
 			case <-i.done:
 				return
 			case <-i.ch:
 			}
 			i.mu.Lock()
-			i.count++
-			n, note := i.count, i.softNote
+			note := i.softNote
 			i.mu.Unlock()
 			switch n {
 			case 1:
@@ -269,7 +230,6 @@ func watchInterrupts(stderr io.Writer) *interrupts {
 				i.cancelS()
 			case 2:
 				fmt.Fprintln(stderr, "pgqcheck: interrupted again; abandoning the work in progress and cleaning up (a third Ctrl-C exits at once)")
-				i.cancelS()
 				i.cancelH()
 			default:
 				fmt.Fprintln(stderr, "pgqcheck: exiting without cleanup; databases named pgqcheck_* may be left on the server")
@@ -299,19 +259,22 @@ func (c *cli) startServer(ctx context.Context) (*pgserver.Server, error) {
 	o := pgserver.OptionsFromEnv()
 	o.Log = c.stdout
 	s, err := pgserver.Start(ctx, o)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, &exitErr{exitError, "pgqcheck: interrupted while starting Postgres; nothing was left running"}
-		}
-		return nil, err
+	if err != nil && ctx.Err() != nil {
+		return nil, &exitErr{exitError, "pgqcheck: interrupted while starting Postgres; nothing was left running"}
 	}
-	return s, nil
+	return s, err
+}
+
+// interrupted replaces an error caused by Ctrl-C with a plain statement of it.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return &exitErr{exitError, "pgqcheck: interrupted; the database was dropped and nothing was left running"}
+	}
+	return err
 }
 
 // queueFlags are the flags that choose the queue under test.
-type queueFlags struct {
-	sqlDir, name string
-}
+type queueFlags struct{ sqlDir, name string }
 
 func (q *queueFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&q.sqlDir, "sql-dir", "", "folder holding the queue's SQL files (default: $"+sut.EnvSQLDir+", else the built-in queue)")
@@ -324,93 +287,55 @@ func (q *queueFlags) load(cmd string) (*sut.Queue, error) {
 	if dir == "" && q.name == "" {
 		dir, from = os.Getenv(sut.EnvSQLDir), sut.EnvSQLDir
 	}
-	if dir != "" && q.name != "" {
-		return nil, usageErrorf("%s: --queue %s and %s %s both name a queue; give one", cmd, q.name, from, dir)
+	qu, err := campaign.ResolveQueue(dir, from, q.name)
+	return qu, inputError(cmd, err)
+}
+
+// inputError turns a campaign's *InputError into a usage error of cmd; any other error is an
+// environment error (exit 2 as well), printed on one line as it is.
+func inputError(cmd string, err error) error {
+	var ie *campaign.InputError
+	if errors.As(err, &ie) {
+		return usageErrorf("%s: %s", cmd, ie.Msg)
 	}
-	if dir == "" {
-		name := q.name
-		if name == "" {
-			name = sut.DefaultQueue
-		}
-		qu, err := sut.Builtin(name)
-		if err != nil {
-			return nil, usageErrorf("%s: no built-in queue %q; use one of %s, or --sql-dir DIR", cmd, name, strings.Join(sut.Builtins(), ", "))
-		}
-		return qu, nil
+	return err
+}
+
+// randomSeed picks a seed when none is given; the command prints it, so the run repeats.
+func randomSeed(seed uint64) uint64 {
+	for seed == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		seed = binary.LittleEndian.Uint64(b[:]) >> 1
 	}
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, usageErrorf("%s: %s %s cannot be read (%v); pass the folder holding the queue's schema.sql, enqueue.sql, claim.sql, complete.sql, expire.sql and snapshot.sql", cmd, from, dir, errors.Unwrap(err))
-	}
-	if !st.IsDir() {
-		return nil, usageErrorf("%s: %s %s is a file; pass the folder that holds the queue's .sql files", cmd, from, dir)
-	}
-	qu, err := sut.LoadDir(dir)
-	if err != nil {
-		return nil, &exitErr{exitError, err.Error()}
-	}
-	return qu, nil
+	return seed
 }
 
 // writableFile checks up front that path can be written (creating its folder), so a long run
 // does not end by failing to save its result.
 func writableFile(cmd, flagName, path string) (string, error) {
 	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", usageErrorf("%s: %s %s: %v; pass a writable path", cmd, flagName, path, err)
-	}
-	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+	if st, serr := os.Stat(abs); err == nil && serr == nil && st.IsDir() {
 		return "", usageErrorf("%s: %s %s is a folder; pass a file path", cmd, flagName, path)
 	}
-	if err := writableDir(filepath.Dir(abs)); err != nil {
+	if err == nil {
+		err = writableDir(filepath.Dir(abs))
+	}
+	if err != nil {
 		return "", usageErrorf("%s: %s %s cannot be written (%v); pass a path in a writable folder", cmd, flagName, path, err)
 	}
 	return abs, nil
 }
 
-// writableDir creates dir if needed and proves a file can be created in it.
-func writableDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return unwrapPath(err)
-	}
-	f, err := os.CreateTemp(dir, ".pgqcheck-probe-*")
-	if err != nil {
-		return unwrapPath(err)
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
+var writableDir, unwrapPath = campaign.WritableDir, campaign.PathCause
 
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// moduleRoot finds the pgqcheck module's root above the working directory: replayable cases go
-// under its testdata/, where `go test` in that folder looks for them.
+// moduleRoot finds the pgqcheck module's root above the working directory.
 func moduleRoot() (string, bool) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", false
 	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(l); len(f) == 2 && f[0] == "module" && f[1] == "pgqcheck" {
-					return dir, true
-				}
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
+	return campaign.ModuleRoot(dir)
 }
 
 // positive rejects zero and negative durations.
@@ -419,13 +344,4 @@ func positive(cmd, flagName string, d time.Duration) error {
 		return usageErrorf("%s: %s must be positive (got %s); pass a duration such as %s 10m", cmd, flagName, d, flagName)
 	}
 	return nil
-}
-
-func sortedKeys[M ~map[K]V, K ~string, V any](m M) []K {
-	var out []K
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
+	"pgqcheck/campaign"
 	"pgqcheck/sut"
 	"pgqcheck/walkthrough"
 )
@@ -14,15 +12,13 @@ import (
 // defaultEvidence is where the walkthrough's evidence goes unless -o says otherwise.
 const defaultEvidence = "pgqcheck-evidence/walkthrough.json"
 
-func init() {
-	commandDetails["walkthrough"] = `The seed's walkthrough, step for step, on a fresh database: two jobs; a manual-locker
+const walkthroughDetails = `The seed's walkthrough, step for step, on a fresh database: two jobs; a manual-locker
 session holds job 1 in pg_sleep; a claim returns 2|1; after the locker rolls back a claim
 returns 1|1; job 1's lease is expired and a claim returns 1|2; completion with generation 1
 changes 0 rows and with generation 2 changes 1 row. Two more scenarios end the locker with
 pg_cancel_backend and pg_terminate_backend. Every statement, output, assertion and timing is
 written to the evidence file; the exit status is 1 if any assertion failed.
 `
-}
 
 func runWalkthrough(c *cli, args []string) error {
 	fs := c.flags("walkthrough")
@@ -30,12 +26,8 @@ func runWalkthrough(c *cli, args []string) error {
 	sleep := fs.Duration("locker-sleep", time.Second, "how long the main scenario's locker holds job 1 in pg_sleep (the seed sleeps 5s)")
 	var qf queueFlags
 	qf.add(fs)
-	pos, err := c.parse(fs, args)
-	if err != nil {
+	if err := c.parseFlags(fs, args, "the evidence path goes after -o"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("walkthrough: unexpected argument %q; the evidence path goes after -o", pos[0])
 	}
 	if err := positive("walkthrough", "--locker-sleep", *sleep); err != nil {
 		return err
@@ -55,19 +47,12 @@ func runWalkthrough(c *cli, args []string) error {
 		return err
 	}
 	defer srv.Close()
-	db, err := srv.CreateDatabase(ctx, "pgqcheck_walkthrough")
-	if err != nil {
+	var ev *walkthrough.Evidence
+	err = campaign.OnDatabase(ctx, srv, "pgqcheck_walkthrough", q, func(in *sut.Installed, db string) (err error) {
+		fmt.Fprintf(c.stdout, "walkthrough: queue %s, database %s\n", q.Source, db)
+		ev, err = walkthrough.Run(ctx, in, walkthrough.ServerOf(srv), walkthrough.Options{LockerSleep: *sleep, Log: c.stdout})
 		return err
-	}
-	defer db.Drop(context.Background())
-	in, err := sut.Install(ctx, db.DSN, q)
-	if err != nil {
-		return interrupted(ctx, err)
-	}
-	defer in.Close()
-
-	fmt.Fprintf(c.stdout, "walkthrough: queue %s, database %s\n", q.Source, db.Name)
-	ev, err := walkthrough.Run(ctx, in, walkthrough.ServerOf(srv), walkthrough.Options{LockerSleep: *sleep, Log: c.stdout})
+	})
 	if ev != nil {
 		if werr := writeJSON(path, ev); werr != nil {
 			return werr
@@ -78,31 +63,15 @@ func runWalkthrough(c *cli, args []string) error {
 		return interrupted(ctx, err)
 	}
 	if failed := ev.Failed(); len(failed) > 0 {
-		return &violation{fmt.Sprintf("pgqcheck: walkthrough: %d assertion(s) failed, first %q (expected %s, got %s); see %s", len(failed), failed[0].Name, failed[0].Expected, failed[0].Actual, path)}
+		return violated(fmt.Sprintf("pgqcheck: walkthrough: %d assertion(s) failed, first %q (expected %s, got %s); see %s", len(failed), failed[0].Name, failed[0].Expected, failed[0].Actual, path))
 	}
 	fmt.Fprintf(c.stdout, "walkthrough: every assertion held (%d scenarios, %.0f ms)\n", len(ev.Scenarios), ev.ElapsedMS)
 	return nil
 }
 
-// interrupted replaces an error caused by Ctrl-C with a plain statement of it.
-func interrupted(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return &exitErr{exitError, "pgqcheck: interrupted; the database was dropped and nothing was left running"}
-	}
-	return err
-}
-
 func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("pgqcheck: writing %s: %v; pass a writable path", path, unwrapPath(err))
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("pgqcheck: writing %s: %v; pass a writable path", path, unwrapPath(err))
+	if err := campaign.WriteJSON(path, v); err != nil {
+		return fmt.Errorf("pgqcheck: %v", err)
 	}
 	return nil
 }

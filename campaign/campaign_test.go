@@ -1,0 +1,379 @@
+package campaign
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"pgqcheck/mutant"
+	"pgqcheck/sut"
+	"pgqcheck/sut/pgserver"
+)
+
+func server(t *testing.T) *pgserver.Server {
+	t.Helper()
+	srv, err := pgserver.Shared(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func moduleDir(t *testing.T, rel string) string {
+	t.Helper()
+	wd, _ := os.Getwd()
+	root, ok := ModuleRoot(wd)
+	if !ok {
+		t.Fatal("not inside the pgqcheck module")
+	}
+	return filepath.Join(root, rel)
+}
+
+func mode(t *testing.T, spec string) Mode {
+	t.Helper()
+	m, err := LookupModes(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// copyMutant copies a mutant's folder into a temporary module root (root/testdata/mutants/name),
+// so that the cases a campaign saves go there and not into the real tree.
+func copyMutant(t *testing.T, name string) (root string, q *sut.Queue) {
+	t.Helper()
+	root = t.TempDir()
+	src := moduleDir(t, filepath.Join("testdata", "mutants", name))
+	dst := filepath.Join(root, "testdata", "mutants", name)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(src, "*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := sut.LoadDir(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, q
+}
+
+func run(t *testing.T, ctx context.Context, cfg Config) (*Report, string) {
+	t.Helper()
+	var log bytes.Buffer
+	cfg.Server, cfg.Log, cfg.Progress = server(t), &log, &log
+	if cfg.Workers == 0 {
+		cfg.Workers = 1
+	}
+	rep, err := Run(ctx, ctx, cfg)
+	if rep == nil {
+		t.Fatalf("no report: %v\n%s", err, log.String())
+	}
+	var sum strings.Builder
+	rep.Summary(&sum)
+	return rep, log.String() + sum.String()
+}
+
+func TestCampaignHoldsOnSeed(t *testing.T) {
+	root := t.TempDir()
+	rep, out := run(t, context.Background(), Config{Queue: sut.MustBuiltin("seed"), Mode: mode(t, AllModes), Workers: 2, Seed: 7, Duration: 4 * time.Second, Root: root})
+	if rep.Verdict != VerdictHeld || rep.Checks == 0 || rep.Histories == 0 || rep.Counts.Claims == 0 || rep.StopReason != "duration reached" || rep.Format != ReportFormat {
+		t.Errorf("report: %+v\n%s", rep, out)
+	}
+	for _, p := range rep.Properties {
+		if (p.Number == PLinearizable || p.Number == PFencing) && p.Status != StatusHeld || p.Number == PClaimCost && p.Status != StatusNotChecked {
+			t.Errorf("%s: %s", p.Number, p.Status)
+		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(root, "testdata", "*", "*", "*")); len(files) > 0 {
+		t.Errorf("a passing campaign saved cases: %v", files)
+	}
+}
+
+// TestCampaignSavesReplayableProgram: a sequential campaign on a queue whose completion ignores
+// the generation finds property 1 and saves the reduced program as an .ops file. The program
+// fails on that mutant and holds on the seed, replayed by itself; the next campaign on the
+// mutant reports it as a saved case that still fails, and a campaign on the seed with the same
+// corpus holds: a case is judged on the queue under test, not on the queue it was found on.
+func TestCampaignSavesReplayableProgram(t *testing.T) {
+	root, q := copyMutant(t, "complete-ignores-generation")
+	rep, out := run(t, context.Background(), Config{Queue: q, Mode: mode(t, "sequential"), Seed: 3, Duration: time.Minute, ShrinkTime: 2 * time.Second, Root: root})
+	if rep.Verdict != VerdictViolated || len(rep.Failures) != 1 {
+		t.Fatalf("verdict %s, %d failures\n%s", rep.Verdict, len(rep.Failures), out)
+	}
+	f := rep.Failures[0]
+	t.Logf("the campaign's summary:\n%s", out)
+	if f.Property != PFencing || f.PropertyName != "fencing" || !strings.HasPrefix(f.Verdict, "property 1 (fencing): ") || f.Mode != "sequential" {
+		t.Errorf("failure: property %d %q, verdict %q", f.Property, f.PropertyName, f.Verdict)
+	}
+	if filepath.Dir(f.ProgramFile) != filepath.Join(root, "testdata", "programs", "found") || f.Program == "" || f.Trace == "" || f.Model == "" {
+		t.Fatalf("program not saved under %s or not kept as fields: %+v", root, f)
+	}
+	for _, want := range []string{"program (queue's answers):", f.ProgramFile, "pgqcheck replay"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	saved, err := os.ReadFile(f.ProgramFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(saved), "# mode: sequential") || !strings.Contains(string(saved), f.Program) {
+		t.Errorf("saved program:\n%s", saved)
+	}
+
+	ctx := context.Background()
+	srv := func() (*pgserver.Server, error) { return server(t), nil }
+	on, err := ReplayFile(ctx, srv, q, f.ProgramFile)
+	if err != nil || on.Held() || on.Finding.Property() != PFencing {
+		t.Errorf("replayed on the mutant: %+v, %v", on, err)
+	}
+	seed, err := ReplayFile(ctx, srv, sut.MustBuiltin("seed"), f.ProgramFile)
+	if err != nil || !seed.Held() || seed.Trace == "" {
+		t.Errorf("replayed on the seed: %+v, %v", seed, err)
+	}
+
+	again, out := run(t, ctx, Config{Queue: q, Mode: mode(t, "sequential"), Seed: 4, Duration: 2 * time.Second, Root: root})
+	if len(again.Failures) == 0 || !again.Failures[0].Known || again.Failures[0].Property != PFencing || again.Failures[0].ProgramFile != f.ProgramFile {
+		t.Errorf("the saved case was not replayed as a known failure:\n%s", out)
+	}
+	held, out := run(t, ctx, Config{Queue: sut.MustBuiltin("seed"), Mode: mode(t, "sequential"), Seed: 5, Duration: 2 * time.Second, Root: root})
+	if held.Verdict != VerdictHeld {
+		t.Errorf("a program found on the mutant failed the campaign judging the seed:\n%s", out)
+	}
+}
+
+// TestCampaignScheduledFinding: a scheduled-mode failure carries its typed property, its
+// program and interleaving as a field, and a FuzzScheduled input that replays it.
+func TestCampaignScheduledFinding(t *testing.T) {
+	root, q := copyMutant(t, "complete-ignores-generation")
+	rep, out := run(t, context.Background(), Config{Queue: q, Mode: mode(t, "scheduled"), Seed: 3, Duration: time.Minute, ShrinkTime: time.Second, Root: root, ReportDir: t.TempDir()})
+	if rep.Verdict != VerdictViolated || len(rep.Failures) != 1 {
+		t.Fatalf("verdict %s, %d failures\n%s", rep.Verdict, len(rep.Failures), out)
+	}
+	f := rep.Failures[0]
+	t.Logf("the campaign's summary:\n%s", out)
+	if f.Property != PFencing || !strings.Contains(f.Trace, "-- drain --") || f.ReportDir == "" || f.ProgramFile == "" {
+		t.Errorf("failure: property %d, report %q, trace:\n%s", f.Property, f.ReportDir, f.Trace)
+	}
+	if filepath.Dir(f.FuzzFile) != filepath.Join(root, "fuzz", "testdata", "fuzz", "FuzzScheduled") {
+		t.Fatalf("fuzz input not saved under %s: %q", root, f.FuzzFile)
+	}
+	srv := func() (*pgserver.Server, error) { return server(t), nil }
+	on, err := ReplayFile(context.Background(), srv, q, f.FuzzFile)
+	if err != nil || on.Held() || on.Finding.Property() != PFencing {
+		t.Errorf("fuzz input replayed on the mutant: %+v, %v", on, err)
+	}
+	if on != nil && on.Finding != nil && on.Finding.ReportDir != "" {
+		os.RemoveAll(on.Finding.ReportDir)
+	}
+	seed, err := ReplayFile(context.Background(), srv, sut.MustBuiltin("seed"), f.FuzzFile)
+	if err != nil || !seed.Held() {
+		t.Errorf("fuzz input replayed on the seed: %+v, %v", seed, err)
+	}
+}
+
+// TestInterruptWritesReport: cancelling the campaign's context (Ctrl-C) stops it after the
+// current round, and it still reports what ran.
+func TestInterruptWritesReport(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	start := time.Now()
+	rep, out := run(t, ctx, Config{Queue: sut.MustBuiltin("seed"), Mode: mode(t, "sequential"), Seed: 9, Duration: 5 * time.Minute, Root: t.TempDir(), PlanSizes: []int{1000}})
+	if !rep.Interrupted || rep.Checks == 0 || rep.Verdict != VerdictHeld || rep.ClaimCost != nil || time.Since(start) > time.Minute {
+		t.Errorf("after cancel: interrupted %v, checks %d, verdict %s, claim cost %v, after %s\n%s", rep.Interrupted, rep.Checks, rep.Verdict, rep.ClaimCost, time.Since(start), out)
+	}
+	path, err := rep.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := ReadReport(path); err != nil || !back.Interrupted {
+		t.Errorf("report written after cancel: %+v, %v", back, err)
+	}
+}
+
+// TestReportRoundTrip: a report keeps each failure's property as a number in JSON and reads it
+// back as a typed property; merging sums shards and keeps the properties.
+func TestReportRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, checks int64, failures []*Failure) string {
+		r := &Report{Format: ReportFormat, Tool: "pgqcheck run", Queue: QueueInfo{Name: "seed", Source: "built-in seed"}, Mode: "sequential",
+			Workers: 1, Seed: 3, Checks: checks, Ops: 10 * checks, Backend: "dsn", ServerVersion: "15.18", Failures: failures}
+		r.Counts.Claims = checks
+		r.fillProperties(sequential{}.Properties())
+		r.decideVerdict()
+		p := filepath.Join(dir, name)
+		if err := WriteJSON(p, r); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bad := &Failure{Property: PDoneOnce, PropertyName: PDoneOnce.Name(), Verdict: "property 4 (done at most once): job 1 completed twice", Mode: "sequential"}
+	paths := []string{mk("a.json", 100, nil), mk("b.json", 50, nil), mk("c.json", 5, []*Failure{bad})}
+	b, err := os.ReadFile(paths[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Failures []map[string]any `json:"failures"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw.Failures) != 1 || raw.Failures[0]["property"] != float64(4) {
+		t.Fatalf("the JSON does not keep the property number: %v %v", raw, err)
+	}
+	var rs []*Report
+	for _, p := range paths {
+		r, err := ReadReport(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	if rs[2].Failures[0].Property != PDoneOnce || rs[2].Verdict != VerdictViolated {
+		t.Errorf("read back: %+v", rs[2].Failures[0])
+	}
+	m, err := Merge(paths, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Checks != 155 || m.Workers != 3 || len(m.Failures) != 1 || m.Failures[0].Property != PDoneOnce || m.Verdict != VerdictViolated || len(m.Shards) != 3 || m.Counts.Claims != 155 {
+		t.Errorf("merged: %+v", m)
+	}
+	for _, p := range m.Properties {
+		switch {
+		case p.Number == PDoneOnce && (p.Status != StatusViolated || p.Failures != 1):
+			t.Errorf("merged done-once: %+v", p)
+		case p.Number == PFencing && p.Status != StatusHeld:
+			t.Errorf("merged fencing: %+v", p)
+		case p.Number == PLinearizable && p.Status != StatusNotChecked:
+			t.Errorf("merged linearizability (no shard checked it): %+v", p)
+		}
+	}
+	if WorstVerdict(rs[:2]) != VerdictHeld || WorstVerdict(rs) != VerdictViolated {
+		t.Error("worst verdict")
+	}
+	if _, err := Merge([]string{"a", "b"}, []*Report{rs[0], {Queue: QueueInfo{Name: "split"}}}); err == nil {
+		t.Error("merged reports of two queues")
+	}
+	// A report from before format 2 reads, its property typed.
+	old := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(old, []byte(`{"format": 1, "queue": {"name": "seed"}, "verdict": "violated", "failures": [{"property": 1, "verdict": "property 1 (fencing): x"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ReadReport(old); err != nil || r.Failures[0].Property != PFencing || r.Failures[0].PropertyName != "fencing" {
+		t.Errorf("format 1: %+v, %v", r, err)
+	}
+	if err := os.WriteFile(old, []byte(`{"format": 99}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadReport(old); err == nil || !strings.Contains(err.Error(), "format 99") {
+		t.Errorf("an unknown format read: %v", err)
+	}
+}
+
+// TestKillTable: the kill table hunts a mutant with every mode its mutant.json demands (Linear:
+// stress and scheduled, as TestLinearMutants does), names the typed property that caught it,
+// and checks that the correct queues pass.
+func TestKillTable(t *testing.T) {
+	all, err := mutant.Load(moduleDir(t, "testdata/mutants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []*mutant.Mutant
+	for _, m := range all {
+		if m.Name == "complete-ignores-generation" {
+			ms = append(ms, m)
+		}
+	}
+	if len(ms) != 1 || !ms[0].Expects("Prop") || !ms[0].Expects("Linear") {
+		t.Fatalf("complete-ignores-generation should expect Prop and Linear: %+v", ms)
+	}
+	var log bytes.Buffer
+	kt, err := HuntMutants(context.Background(), KillConfig{Server: server(t), Mutants: ms, Budget: 30 * time.Second, Seed: 1, QueueChecks: 20, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var modes []string
+	for _, r := range kt.Rows {
+		modes = append(modes, r.Suite+"/"+r.Mode)
+		if !r.Caught || r.Err != "" || r.Checks == 0 {
+			t.Errorf("row %+v", r)
+		}
+		if r.Mode == "sequential" && r.Property != PFencing {
+			t.Errorf("sequential caught by %s, want fencing", r.Property)
+		}
+	}
+	if strings.Join(modes, ",") != "Prop/sequential,Linear/stress,Linear/scheduled" {
+		t.Errorf("rows: %v", modes)
+	}
+	if len(kt.Queues) != len(sut.Builtins()) || len(kt.Failed()) > 0 || len(kt.Errors()) > 0 {
+		t.Errorf("correct queues: %+v", kt.Queues)
+	}
+	if sum, ok := kt.Summary(); !ok {
+		t.Errorf("summary: %s", sum)
+	}
+	var table bytes.Buffer
+	kt.Print(&table)
+	for _, want := range []string{"MODE", "scheduled", "stress", "property 1 (fencing)", "correct queues:", "passed"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	// A survivor makes the table fail.
+	kt.Rows[0].Caught = false
+	if _, ok := kt.Summary(); ok || len(kt.Survivors()) != 1 {
+		t.Errorf("a surviving row passed the table")
+	}
+}
+
+func TestRoundSeeds(t *testing.T) {
+	seen := map[uint64]bool{}
+	for w := 0; w < 4; w++ {
+		for r := 0; r < 1000; r++ {
+			s := RoundSeed(42, w, r)
+			if s == 0 || seen[s] {
+				t.Fatalf("round seed %d (worker %d, round %d) is zero or repeats", s, w, r)
+			}
+			seen[s] = true
+		}
+	}
+	if RoundSeed(42, 1, 5) != RoundSeed(42, 1, 5) {
+		t.Fatal("round seeds are not reproducible")
+	}
+}
+
+func TestPropertyPrints(t *testing.T) {
+	if PFencing.String() != "property 1 (fencing)" || PClaimCost.String() != "property 10 (claim cost)" || PClaimOrder.Name() != "claim order" {
+		t.Errorf("%s, %s, %s", PFencing, PClaimCost, PClaimOrder.Name())
+	}
+}
+
+// TestCampaignStressFinding: a stress-mode failure keeps the failing job's history under
+// testdata/histories, marked with its property, and re-checking that history fails with the
+// same typed property.
+func TestCampaignStressFinding(t *testing.T) {
+	root, q := copyMutant(t, "claim-without-lock")
+	rep, out := run(t, context.Background(), Config{Queue: q, Mode: mode(t, "stress"), Seed: 3, Duration: time.Minute, Root: root, ReportDir: t.TempDir()})
+	if rep.Verdict != VerdictViolated || len(rep.Failures) != 1 {
+		t.Fatalf("verdict %s, %d failures\n%s", rep.Verdict, len(rep.Failures), out)
+	}
+	f := rep.Failures[0]
+	if filepath.Dir(f.ReplayFile) != filepath.Join(root, "testdata", "histories") || f.ReportDir == "" || f.Trace == "" {
+		t.Fatalf("history not saved under %s, or no report folder or explanation: %+v\n%s", root, f, out)
+	}
+	r, err := ReplayFile(context.Background(), nil, q, f.ReplayFile)
+	if err != nil || r.Held() || r.History.Violation == nil || propertyOf(r.History.Violation) != f.Property {
+		t.Errorf("re-checking the saved history: %+v, %v", r, err)
+	}
+}

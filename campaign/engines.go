@@ -1,0 +1,385 @@
+package campaign
+
+// This file is the campaign's one door into the engines that run programs against a queue
+// (program/: the Prop state machine, its reducer and .ops files; linear/: stress and scheduled
+// traffic, histories and their checks; fuzz/: corpus files) and into rapid's global flags.
+// Everything else in the package sees only the small types below, so that when an engine's API
+// changes, this file alone changes with it.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"pgqcheck/corpus"
+	"pgqcheck/fuzz"
+	"pgqcheck/linear"
+	"pgqcheck/model"
+	"pgqcheck/program"
+	"pgqcheck/sut"
+)
+
+// Property is a numbered property of the design reference, the one a finding breaks.
+type Property = model.Property
+
+// The properties, numbered as in the design reference.
+const (
+	PClaimOrder   = model.PClaimOrder
+	PFencing      = model.PFencing
+	PExclusion    = model.PExclusion
+	PGenerations  = model.PGenerations
+	PDoneOnce     = model.PDoneOnce
+	PSkipLocked   = model.PSkipLocked
+	PRecovery     = model.PRecovery
+	PLinearizable = model.PLinearizable
+	PDBTime       = model.PDBTime
+	PNoErrors     = model.PNoErrors
+	PClaimCost    = model.PClaimCost
+)
+
+// propertyOf is the property a violation breaks.
+func propertyOf(v *model.Violation) Property { return v.Property }
+
+// Finding is what an engine found, as a value: the broken promise, the program that replays
+// it, the trace and the report folder.
+type Finding = program.Finding
+
+// rapid's flags are process-wide. A search sets them just before it starts and holds rapidMu
+// until rapid has read them (when the property first runs), so that concurrent workers each
+// search with the settings they chose. rapid reads the shrink time later, while shrinking:
+// every search of one campaign uses the same.
+var rapidMu sync.Mutex
+
+// rapidSettings are one search's rapid flags. Fail files are never written: a campaign keeps
+// its own cases (.ops programs, fuzz inputs), which replay without rapid.
+type rapidSettings struct {
+	Seed       uint64
+	Checks     int
+	ShrinkTime time.Duration
+}
+
+func setRapid(name, value string) {
+	f := flag.Lookup(name)
+	if f == nil {
+		panic("rapid flag " + name + " is not registered")
+	}
+	if err := f.Value.Set(value); err != nil {
+		panic(err)
+	}
+}
+
+// searchStats is what the property wrapper counted.
+type searchStats struct {
+	Failed       bool
+	Flaky        bool          // the last run (rapid's replay of its shrunk case) passed
+	Checks       int           // property runs until the first failure (all of them when it held)
+	FirstFailure time.Duration // from the search's start to the end of the first failing run
+	Elapsed      time.Duration
+}
+
+// checkRapid runs prop under rapid with settings rs, outside `go test`, and counts property
+// runs, the first failing run and shrink runs itself (into st and tally), not from rapid's
+// text. prop is told whether a failure has been seen (its runs from then on are shrinking).
+func checkRapid(name string, rs rapidSettings, tally *Tally, prop func(t *rapid.T, failed func() bool)) (output string, st searchStats) {
+	var (
+		start    = time.Now()
+		failed   bool
+		lastOK   bool
+		released sync.Once
+	)
+	rapidMu.Lock()
+	setRapid("rapid.seed", strconv.FormatUint(rs.Seed, 10))
+	setRapid("rapid.checks", strconv.Itoa(max(1, rs.Checks)))
+	setRapid("rapid.shrinktime", rs.ShrinkTime.String())
+	setRapid("rapid.nofailfile", "true")
+	setRapid("rapid.failfile", "")
+	release := func() { released.Do(rapidMu.Unlock) }
+
+	out, fail := program.CheckOutside(name, func(t *rapid.T) {
+		release()
+		passed := false
+		defer func() {
+			lastOK = passed
+			switch {
+			case failed:
+				tally.shrinkRun()
+			case passed:
+				st.Checks++
+				tally.AddChecks(1)
+			default:
+				failed = true
+				st.Checks++
+				st.FirstFailure = time.Since(start)
+				tally.AddChecks(1)
+				tally.setShrink(+1)
+			}
+		}()
+		prop(t, func() bool { return failed })
+		passed = true
+	})
+	release()
+	if failed {
+		tally.setShrink(-1)
+	}
+	st.Elapsed = time.Since(start)
+	st.Failed = fail
+	st.Flaky = fail && lastOK
+	return out, st
+}
+
+// searchName is what rapid calls a campaign's search. It names no test, so rapid finds no
+// fail files of its own to replay under it, whatever the working directory.
+func searchName(queue string) string { return "pgqcheck-campaign-" + program.SafeName(queue) }
+
+// errNotReproduced is a failure that did not fail again when its program was replayed.
+var errNotReproduced = errors.New("a failing run did not fail again when its program was replayed (a nondeterministic queue or harness); rerun with the same --seed")
+
+// seqEngine is the Prop suite's state machine on one installed queue: the model and the queue
+// side by side, one operation at a time.
+type seqEngine struct {
+	env  *program.Env
+	name string
+	// reduce bounds the reduction of a failure's program after rapid's shrinking.
+	reduce time.Duration
+}
+
+func newSeqEngine(ctx context.Context, in *sut.Installed) (*seqEngine, error) {
+	env, err := program.NewEnv(ctx, in, program.Workers, program.Lockers)
+	if err != nil {
+		return nil, err
+	}
+	return &seqEngine{env: env, name: searchName(in.Queue.Name), reduce: 30 * time.Second}, nil
+}
+
+func (e *seqEngine) Close() { e.env.Close() }
+
+// Reset ends what the last run left open (a locker holding a row), so that a round of another
+// mode on this database starts from an idle queue.
+func (e *seqEngine) Reset(ctx context.Context) error { return e.env.Reset(ctx) }
+
+// Search runs the state machine (without real-time leases, as TestPropQueue does) under rapid,
+// counting the operations into tally as they run. On a failure it returns the reduced finding;
+// an error is the harness failing, or a failure that does not reproduce.
+func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) (*Finding, searchStats, error) {
+	env := e.env
+	var firstOps []program.Op
+	_, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
+		completed := false
+		defer func() {
+			// A run that did not complete failed: keep the first such run's operations, in
+			// case rapid's replay of its shrunk case does not fail again.
+			if !completed && !failed() && firstOps == nil {
+				firstOps = env.Executed()
+			}
+		}()
+		program.BeginRun(ctx, t, env)
+		actions := program.StateMachine(ctx, env, false)
+		for key, action := range actions {
+			if key == "" {
+				continue
+			}
+			actions[key] = func(t *rapid.T) {
+				n := len(env.Trace)
+				env.Counts = program.Counts{}
+				defer func() {
+					if !failed() && len(env.Trace) > n {
+						tally.observe(len(env.Trace)-n, env.Counts)
+					}
+				}()
+				action(t)
+			}
+		}
+		t.Repeat(actions)
+		completed = true
+	})
+	if !st.Failed {
+		return nil, st, nil
+	}
+	f := program.FindingOf(ctx, env, e.reduce)
+	if (f == nil || f.Flaky) && firstOps != nil {
+		// rapid's replay of its shrunk case passed: reduce the first failing run instead.
+		_ = program.Replay(ctx, env, firstOps)
+		if g := program.FindingOf(ctx, env, e.reduce); g != nil {
+			f = g
+			f.Flaky = true
+		}
+	}
+	switch {
+	case f == nil && program.IsHarness(env.Last):
+		return nil, st, env.Last
+	case f == nil:
+		return nil, st, errNotReproduced
+	}
+	f.Checks = st.Checks
+	if st.Flaky {
+		f.Flaky = true
+	}
+	return f, st, nil
+}
+
+// Replay runs a saved program against the queue: sequential programs beside the model,
+// scheduled ones on concurrent sessions (corpus.Replayer). It returns the finding when a
+// property breaks, and the program as it ran, with the queue's answers, either way; an error
+// is the harness failing.
+func (e *seqEngine) Replay(ctx context.Context, p *program.Program) (*Finding, string, error) {
+	r := &corpus.Replayer{In: e.env.In}
+	defer r.Close()
+	f, err := r.Replay(ctx, p)
+	return f, r.Trace(), err
+}
+
+// savedProgram is a parsed .ops file.
+type savedProgram = program.Program
+
+// parseProgram reads .ops text.
+func parseProgram(text string) (*savedProgram, error) { return program.Parse(text) }
+
+// saveProgram keeps a finding's program in the corpus under root, where TestPropPrograms
+// replays it, unless the same program is already there: then it returns that file and
+// fresh=false.
+func saveProgram(root string, f *Finding, foundBy string) (path string, fresh bool, err error) {
+	return corpus.Save(root, f, foundBy)
+}
+
+// foundDir is where saved programs live, relative to the module root.
+var foundDir = filepath.Join(corpus.Dir, "found")
+
+// schedEngine is scheduled mode on one installed queue: rapid draws a sequential prefix, two
+// or three concurrent suffixes and the interleaving, so a failure replays and shrinks.
+type schedEngine struct {
+	s    *linear.Scheduler
+	in   *sut.Installed
+	cfg  linear.ScheduledConfig
+	name string
+}
+
+// newSchedEngine prepares scheduled mode; a failing run's report folder goes under reportDir
+// (named after name, rewritten by each failing run, so what is left is the last one's).
+func newSchedEngine(ctx context.Context, in *sut.Installed, name, reportDir string) *schedEngine {
+	cfg := linear.ScheduledConfig{Name: name, ReportDir: reportDir}
+	return &schedEngine{s: linear.NewScheduler(ctx, in, cfg), in: in, cfg: cfg, name: searchName(name)}
+}
+
+func (e *schedEngine) Close() { e.s.Close() }
+
+// Search runs scheduled mode under rapid, each run one concurrent history checked. On a failure
+// the failing run's program is reduced (the one reducer) when shrink is set, and returned as a
+// finding whose program replays it.
+func (e *schedEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally, shrink bool) (*Finding, searchStats, error) {
+	out, st := checkRapid(e.name, rs, tally, func(t *rapid.T, _ func() bool) { e.s.Property(t) })
+	tally.AddHistories(int64(st.Checks))
+	if !st.Failed {
+		return nil, st, nil
+	}
+	f := e.s.Last()
+	if f == nil {
+		return nil, st, fmt.Errorf("a scheduled run failed without breaking a property: %s", oneLine(out))
+	}
+	if shrink {
+		f = linear.ReduceScheduled(ctx, e.in, e.cfg, f, rs.ShrinkTime)
+	}
+	f.Checks = st.Checks
+	f.Flaky = st.Flaky
+	return f, st, nil
+}
+
+// replayFuzzInput runs one scheduled run from a FuzzScheduled input file's choices; a failing
+// run's report folder goes into reportDir.
+func replayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir string) (*Finding, error) {
+	data, err := fuzz.ReadInputFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg := linear.ScheduledConfig{Name: "replay-" + filepath.Base(path), ReportDir: reportDir}
+	return linear.ReplayInput(ctx, in, searchName(in.Queue.Name), cfg, data)
+}
+
+// stressOutcome is one stress run: what it exercised and, on a failure, the finding.
+type stressOutcome struct {
+	Seed    uint64
+	Traffic time.Duration // how long the traffic ran (the drain and the check excluded)
+	Ops     int64
+	Counts  Counts
+	Finding *Finding
+}
+
+// runStress runs free-running concurrent traffic with injected faults for d, then a drain and
+// the checks. A failing run's report folder goes under reportDir.
+func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir string) (*stressOutcome, error) {
+	res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: d, Seed: seed, ReportDir: reportDir})
+	if err != nil {
+		return nil, err
+	}
+	o := &stressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts}
+	if !res.Failed() {
+		return o, nil
+	}
+	v := res.Verdict
+	if v.Violation == nil {
+		return o, fmt.Errorf("stress seed %d: %s", res.Seed, oneLine(v.String()))
+	}
+	o.Finding = &Finding{Violation: v.Violation, Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress,
+		Trace: v.Explanation, ReportDir: res.ReportDir}
+	return o, nil
+}
+
+// saveFailingHistory saves the failing job's history of a report folder (the whole one when no
+// single job is to blame) as dst, marked with the property the checker must keep rejecting.
+func saveFailingHistory(reportDir, dst string, p Property) error {
+	src := filepath.Join(reportDir, linear.ReportJob)
+	if _, err := os.Stat(src); err != nil {
+		src = filepath.Join(reportDir, linear.ReportHistory)
+	}
+	h, err := linear.Load(src)
+	if err != nil {
+		return fmt.Errorf("reading the failing history: %v", err)
+	}
+	h.Expect = fmt.Sprintf("property %d", int(p))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return h.Save(dst)
+}
+
+// HistoryVerdict is what re-checking a saved history concluded.
+type HistoryVerdict struct {
+	OK          bool
+	Violation   *model.Violation // nil when OK, or when the history is malformed
+	Text        string           // the one-line verdict
+	Problems    []string
+	Explanation string
+}
+
+// CheckHistory re-checks a saved history (no Postgres needed) and, when htmlOut is set, writes
+// porcupine's timeline. A nil verdict means the file is not a history; a non-nil error with a
+// verdict means only the timeline could not be written.
+func CheckHistory(path, htmlOut string) (*HistoryVerdict, error) {
+	v, err := linear.CheckFile(path, htmlOut)
+	if v == nil {
+		return nil, err
+	}
+	return &HistoryVerdict{OK: v.OK, Violation: v.Violation, Text: v.String(), Problems: v.Problems, Explanation: v.Explanation}, err
+}
+
+// fuzzInputFile is a scheduled run's choices as a FuzzScheduled corpus file.
+func fuzzInputFile(data []byte) []byte { return linear.FuzzInputFile(data) }
+
+// fuzzScheduledDir is FuzzScheduled's corpus folder, relative to the module root.
+var fuzzScheduledDir = filepath.Join("fuzz", fuzz.ScheduledCorpusDir)
+
+// safeName turns a name into a file-name part.
+func safeName(s string) string { return program.SafeName(s) }
+
+// The files of a concurrent run's report folder that a summary points to.
+const (
+	reportTimeline = linear.ReportTimeline
+	reportVerdict  = linear.ReportVerdict
+)

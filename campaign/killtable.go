@@ -1,0 +1,284 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"pgqcheck/mutant"
+	"pgqcheck/sut"
+	"pgqcheck/sut/pgserver"
+)
+
+// SuiteModes are the campaign modes that stand for each suite a mutant.json names: `go test`
+// demands these of every mutant that expects the suite, and so does the kill table.
+var SuiteModes = map[string][]string{
+	"Prop":   {"sequential"},
+	"Linear": {"stress", "scheduled"},
+}
+
+// KillRow is one mutant hunted by one mode of one suite.
+type KillRow struct {
+	Mutant, Bug string
+	Suite, Mode string
+	Caught      bool
+	Property    Property // what caught it, when caught
+	Verdict     string   // the catching verdict, one line
+	Time        time.Duration
+	Checks      int64  // property runs (histories, in stress mode) until caught or given up
+	Err         string // the harness failed: no verdict
+}
+
+// Result is the row's outcome in a word.
+func (r KillRow) Result() string {
+	switch {
+	case r.Err != "":
+		return "ERROR"
+	case r.Caught:
+		return "caught"
+	}
+	return "SURVIVED"
+}
+
+// QueueRow is a correct built-in queue, which must pass.
+type QueueRow struct {
+	Queue   string
+	Passed  bool
+	Checks  int64
+	Time    time.Duration
+	Verdict string // what failed, when it did
+	Err     string
+}
+
+// KillTable proves the suite bites: every mutant caught by every mode of every suite its
+// mutant.json expects, and every correct queue passing.
+type KillTable struct {
+	Rows   []KillRow
+	Queues []QueueRow
+}
+
+// KillConfig is what the table hunts and how long.
+type KillConfig struct {
+	Server     *pgserver.Server
+	Mutants    []*mutant.Mutant
+	Budget     time.Duration // per mutant and mode, before it counts as surviving
+	Seed       uint64
+	ShrinkTime time.Duration // rapid's, per catch (a mutant only needs catching)
+	// QueueChecks is how many property runs each correct built-in queue must pass; 0 skips them.
+	QueueChecks int
+	// Log, when set, hears of each row as it is decided.
+	Log io.Writer
+}
+
+// HuntMutants builds the kill table. An error means ctx ended before every row was decided.
+func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
+	scratch, err := os.MkdirTemp("", "pgqcheck-mutants-")
+	if err != nil {
+		return nil, fmt.Errorf("creating a scratch folder: %v; check TMPDIR", unwrapPath(err))
+	}
+	// A mutant's failure is expected: its report folders are scratch.
+	defer os.RemoveAll(scratch)
+	kt := &KillTable{}
+	for i, m := range cfg.Mutants {
+		for _, suite := range m.Expect {
+			names, ok := SuiteModes[suite]
+			if !ok {
+				row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, Linear)", suite)}
+				kt.add(row, cfg.Log)
+				continue
+			}
+			for _, name := range names {
+				row := hunt(ctx, cfg, m, suite, name, i, scratch)
+				if ctx.Err() != nil {
+					return kt, ctx.Err()
+				}
+				kt.add(row, cfg.Log)
+			}
+		}
+	}
+	if cfg.QueueChecks > 0 {
+		for _, name := range sut.Builtins() {
+			row := checkCorrect(ctx, cfg, sut.MustBuiltin(name))
+			if ctx.Err() != nil {
+				return kt, ctx.Err()
+			}
+			kt.Queues = append(kt.Queues, row)
+		}
+	}
+	return kt, nil
+}
+
+func (kt *KillTable) add(r KillRow, log io.Writer) {
+	kt.Rows = append(kt.Rows, r)
+	if log != nil {
+		by := r.Verdict
+		if r.Err != "" {
+			by = r.Err
+		}
+		fmt.Fprintf(log, "  %s (%s, %s): %s %s\n", r.Mutant, r.Suite, r.Mode, r.Result(), by)
+	}
+}
+
+// hunt searches a mutant with one mode until it is caught or the budget is spent.
+func hunt(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, modeName string, i int, scratch string) KillRow {
+	row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Mode: modeName}
+	var tally Tally
+	checks := func() int64 {
+		t := tally.Snapshot()
+		if modeName == "stress" {
+			return t.Histories // a stress round is one history, not property runs
+		}
+		return t.Checks
+	}
+	err := OnDatabase(ctx, cfg.Server, "pgqcheck_mutants_"+m.Name, m.Queue, func(in *sut.Installed, _ string) error {
+		w := &Worker{Index: i, Queue: m.Queue, In: in, Seed: cfg.Seed, ShrinkTime: cfg.ShrinkTime, CatchOnly: true, Tally: &tally, Saver: &Saver{Reports: scratch}}
+		h, err := modes[modeName].Start(ctx, w)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		start := time.Now()
+		defer func() {
+			if !row.Caught {
+				row.Time = time.Since(start)
+			}
+			row.Checks = checks()
+		}()
+		for n := 0; ctx.Err() == nil && time.Since(start) < cfg.Budget; n++ {
+			fs, err := h.Round(ctx, n)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if len(fs) > 0 {
+				f := fs[0]
+				row.Caught, row.Property, row.Verdict, row.Time = true, f.Property, f.Verdict, f.foundAt.Sub(start)
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		row.Err = oneLine(err.Error())
+	}
+	return row
+}
+
+// checkCorrect runs the Prop state machine on a correct queue for cfg.QueueChecks runs.
+func checkCorrect(ctx context.Context, cfg KillConfig, q *sut.Queue) QueueRow {
+	row := QueueRow{Queue: q.Name}
+	err := OnDatabase(ctx, cfg.Server, "pgqcheck_mutants_"+q.Name, q, func(in *sut.Installed, _ string) error {
+		e, err := newSeqEngine(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		var tally Tally
+		f, st, err := e.Search(ctx, rapidSettings{Seed: RoundSeed(cfg.Seed, 1<<15, 0), Checks: cfg.QueueChecks, ShrinkTime: cfg.ShrinkTime}, &tally)
+		row.Checks, row.Time, row.Passed = int64(st.Checks), st.Elapsed, f == nil && err == nil
+		if f != nil {
+			row.Verdict = f.Verdict()
+		}
+		return err
+	})
+	if err != nil {
+		row.Err = oneLine(err.Error())
+	}
+	return row
+}
+
+// Survivors are the rows whose mutant no mode caught ("mutant (suite, mode)").
+func (kt *KillTable) Survivors() []string {
+	var out []string
+	for _, r := range kt.Rows {
+		if r.Err == "" && !r.Caught {
+			out = append(out, fmt.Sprintf("%s (%s, %s)", r.Mutant, r.Suite, r.Mode))
+		}
+	}
+	return out
+}
+
+// Failed are the correct queues that did not pass.
+func (kt *KillTable) Failed() []string {
+	var out []string
+	for _, q := range kt.Queues {
+		if q.Err == "" && !q.Passed {
+			out = append(out, q.Queue)
+		}
+	}
+	return out
+}
+
+// Errors are the harness failures, one line each.
+func (kt *KillTable) Errors() []string {
+	var out []string
+	for _, r := range kt.Rows {
+		if r.Err != "" {
+			out = append(out, r.Mutant+": "+r.Err)
+		}
+	}
+	for _, q := range kt.Queues {
+		if q.Err != "" {
+			out = append(out, q.Queue+": "+q.Err)
+		}
+	}
+	return out
+}
+
+// Print writes the table: one row per mutant and mode, then the correct queues.
+func (kt *KillTable) Print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MUTANT\tSUITE\tMODE\tRESULT\tCAUGHT BY\tTIME\tCHECKS\tBUG")
+	for _, r := range kt.Rows {
+		by, t, n := "", "", ""
+		switch {
+		case r.Err != "":
+			by = r.Err
+		case r.Caught:
+			by = r.Property.String()
+			fallthrough
+		default:
+			t, n = Round(r.Time).String(), fmt.Sprint(r.Checks)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Mutant, r.Suite, r.Mode, r.Result(), by, t, n, r.Bug)
+	}
+	tw.Flush()
+	if len(kt.Queues) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ncorrect queues:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tRESULT\tCHECKS\tTIME\tDETAIL")
+	for _, q := range kt.Queues {
+		switch {
+		case q.Err != "":
+			fmt.Fprintf(tw, "%s\tERROR\t\t\t%s\n", q.Queue, q.Err)
+		case q.Passed:
+			fmt.Fprintf(tw, "%s\tpassed\t%d\t%s\t\n", q.Queue, q.Checks, Round(q.Time))
+		default:
+			fmt.Fprintf(tw, "%s\tFAILED\t%d\t%s\t%s\n", q.Queue, q.Checks, Round(q.Time), q.Verdict)
+		}
+	}
+	tw.Flush()
+}
+
+// Summary is the table's outcome in one line, and whether every promise of it held.
+func (kt *KillTable) Summary() (string, bool) {
+	var parts []string
+	if s := kt.Survivors(); len(s) > 0 {
+		parts = append(parts, fmt.Sprintf("%d mutant row(s) survived: %s", len(s), strings.Join(s, ", ")))
+	}
+	if f := kt.Failed(); len(f) > 0 {
+		parts = append(parts, "correct queue(s) failed: "+strings.Join(f, ", "))
+	}
+	if len(parts) == 0 {
+		return "every mutant was caught by every mode its suites demand, and every correct queue passed", true
+	}
+	return strings.Join(parts, "; "), false
+}

@@ -1,0 +1,444 @@
+package campaign
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"pgqcheck/internal/textfmt"
+	"pgqcheck/plan"
+)
+
+// ReportFormat changes when a field changes meaning; readers refuse formats they do not know.
+// Format 2: a failure's seed is its search's rapid seed, rapid fail files are no longer kept,
+// and a failure carries its program, trace and model as fields of their own.
+const ReportFormat = 2
+
+// Report is a campaign's result: where it ran, what it exercised, what held and what failed,
+// and how to replay each failure.
+type Report struct {
+	Format        int          `json:"format"`
+	Tool          string       `json:"tool"`
+	Started       time.Time    `json:"started"`
+	Finished      time.Time    `json:"finished"`
+	ElapsedS      float64      `json:"elapsed_s"`
+	Requested     string       `json:"requested_duration,omitempty"`
+	StopReason    string       `json:"stop_reason"`
+	Interrupted   bool         `json:"interrupted,omitempty"`
+	Backend       string       `json:"backend"`
+	ServerVersion string       `json:"server_version"`
+	Where         string       `json:"where"`
+	Queue         QueueInfo    `json:"queue"`
+	Mode          string       `json:"mode"`
+	Workers       int          `json:"workers"`
+	Seed          uint64       `json:"seed"`
+	ReplayRoot    string       `json:"replay_root"`
+	Checks        int64        `json:"checks"`
+	Ops           int64        `json:"ops"`
+	Histories     int64        `json:"histories"`
+	ShrinkRuns    int64        `json:"shrink_runs"`
+	ChecksPerS    float64      `json:"checks_per_s"`
+	OpsPerS       float64      `json:"ops_per_s"`
+	Counts        Counts       `json:"counts"`
+	Properties    []*PropStat  `json:"properties"`
+	Failures      []*Failure   `json:"failures"`
+	HarnessErrors []string     `json:"harness_errors,omitempty"`
+	ClaimCost     *plan.Report `json:"claim_cost,omitempty"`   // property 10, when measured
+	Verdict       string       `json:"verdict"`                // held, violated, error
+	Shards        []string     `json:"shards,omitempty"`
+}
+
+// Verdicts.
+const (
+	VerdictHeld     = "held"
+	VerdictViolated = "violated"
+	VerdictError    = "error"
+)
+
+// QueueInfo names the queue a report judged.
+type QueueInfo struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	Dir    string `json:"dir,omitempty"` // absolute folder; empty for a built-in
+	Order  string `json:"claim_order"`
+}
+
+// PropStat is one property's outcome in a run.
+type PropStat struct {
+	Number      Property `json:"number"`
+	Name        string   `json:"name"`
+	Status      string   `json:"status"` // held, violated, not checked; for 10: flat, GROWS
+	Failures    int      `json:"failures"`
+	Exercised   int64    `json:"exercised"`
+	ExercisedBy string   `json:"exercised_by"`
+}
+
+// Property statuses.
+const (
+	StatusHeld       = "held"
+	StatusViolated   = "violated"
+	StatusNotChecked = "not checked"
+	StatusFlat       = "flat"
+	StatusGrows      = "GROWS"
+)
+
+// Failure is one violation found, with what shows and replays it. Property is the typed value
+// the engine detected; the JSON keeps its number.
+type Failure struct {
+	Property     Property `json:"property"`
+	PropertyName string   `json:"property_name"`
+	Verdict      string   `json:"verdict"`           // one line, "property N (name): what happened"
+	Program      string   `json:"program,omitempty"` // the .ops program that replays it
+	Trace        string   `json:"trace,omitempty"`   // the program as it ran, with the queue's answers
+	Model        string   `json:"model,omitempty"`   // what the model held when it stopped
+	Mode         string   `json:"mode"`
+	Worker       int      `json:"worker"`
+	Round        int      `json:"round"`
+	Seed         uint64   `json:"seed,omitempty"` // the round's seed (rapid.seed of its search; stress mode's seed)
+	FoundAfterS  float64  `json:"found_after_s"`  // since the campaign started
+	// ProgramFile is the saved .ops program (TestPropPrograms replays it); FuzzFile, a scheduled
+	// failure's FuzzScheduled corpus entry; ReplayFile, a stress failure's saved history.
+	// ReplayCommand is the one `pgqcheck replay` (or, for a history, `go test`) line.
+	ReplayFile     string  `json:"replay_file,omitempty"`
+	ReplayCommand  string  `json:"replay_command,omitempty"`
+	ProgramFile    string  `json:"program_file,omitempty"`
+	ProgramCommand string  `json:"program_command,omitempty"`
+	FuzzFile       string  `json:"fuzz_file,omitempty"`
+	FuzzCommand    string  `json:"fuzz_command,omitempty"`
+	ReportDir      string  `json:"report_dir,omitempty"` // concurrent modes: the history, the failing job's timeline, the verdict
+	ShrinkS        float64 `json:"shrink_s"`             // spent minimising it after it was found
+	Known          bool    `json:"known,omitempty"`      // a case saved earlier that still fails
+	Flaky          bool    `json:"flaky,omitempty"`      // the failing run did not fail again when replayed
+
+	foundAt time.Time // when the first failing run ended
+}
+
+// newFailure records a finding of a mode's round.
+func newFailure(f *Finding, mode string, worker, round int, seed uint64) *Failure {
+	p := f.Property()
+	prog := ""
+	if f.Program != nil {
+		prog = f.Program.Body()
+	}
+	return &Failure{Property: p, PropertyName: p.Name(), Verdict: f.Verdict(), Program: prog, Trace: f.Trace, Model: f.Model,
+		Mode: mode, Worker: worker, Round: round, Seed: seed, ReportDir: f.ReportDir, Flaky: f.Flaky}
+}
+
+// allProperties are the design's properties, in order. 10 (claim cost) is a measurement, made
+// after the campaign: it flags a claim whose cost grows with done rows, and is reported, not
+// counted as a violation (timings on shared machines are not verdicts).
+var allProperties = []Property{PClaimOrder, PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked,
+	PRecovery, PLinearizable, PDBTime, PNoErrors, PClaimCost}
+
+// exercised says how often a run gave a property something to check.
+func exercised(p Property, r *Report) (int64, string) {
+	c := r.Counts
+	switch p {
+	case PClaimOrder, PExclusion, PGenerations:
+		return c.Claims, "claims that returned a job"
+	case PFencing:
+		return c.Completions + c.RejectedCompletions, fmt.Sprintf("completions (%d refused, %d with an older token)", c.RejectedCompletions, c.StaleTokenCompletion)
+	case PDoneOnce:
+		return c.Completions + c.DrainedJobs, fmt.Sprintf("jobs completed (%d by drains)", c.DrainedJobs)
+	case PSkipLocked:
+		return c.Locks, fmt.Sprintf("row locks held by lockers (%d released, %d cancelled, %d terminated)", c.Releases, c.Cancels, c.Terminates)
+	case PRecovery:
+		return c.Expiries + c.Pauses + c.Drains, fmt.Sprintf("expiries, pauses past a lease and drains (%d jobs drained, %d empty claims)", c.DrainedJobs, c.EmptyClaims)
+	case PLinearizable:
+		return r.Histories, "concurrent histories checked"
+	case PDBTime, PNoErrors:
+		return r.Ops, "operations run and checked"
+	}
+	return 0, "measured by a separate benchmark, not by run"
+}
+
+// fillProperties computes each property's status from the failures and the modes' coverage.
+func (r *Report) fillProperties(checked []Property) {
+	on := map[Property]bool{}
+	for _, p := range checked {
+		on[p] = true
+	}
+	r.Properties = nil
+	for _, p := range allProperties {
+		ps := &PropStat{Number: p, Name: p.Name(), Status: StatusNotChecked}
+		if on[p] && r.Checks+r.Histories > 0 {
+			ps.Status = StatusHeld
+		}
+		for _, f := range r.Failures {
+			if f.Property == p {
+				ps.Failures++
+				ps.Status = StatusViolated
+			}
+		}
+		ps.Exercised, ps.ExercisedBy = exercised(p, r)
+		r.Properties = append(r.Properties, ps)
+	}
+}
+
+// setClaimCost records property 10's measurement.
+func (r *Report) setClaimCost(c *plan.Report) {
+	r.ClaimCost = c
+	for _, ps := range r.Properties {
+		if ps.Number != PClaimCost || !c.Measurable {
+			continue
+		}
+		ps.Status, ps.Exercised, ps.ExercisedBy = StatusFlat, int64(len(c.Rows)), "states measured with EXPLAIN (ANALYZE, BUFFERS)"
+		if c.Grows {
+			ps.Status = StatusGrows
+		}
+	}
+}
+
+// decideVerdict sets the verdict from failures and harness errors.
+func (r *Report) decideVerdict() {
+	switch {
+	case len(r.Failures) > 0:
+		r.Verdict = VerdictViolated
+	case len(r.HarnessErrors) > 0:
+		r.Verdict = VerdictError
+	default:
+		r.Verdict = VerdictHeld
+	}
+}
+
+// Summary writes the short human summary of a report.
+func (r *Report) Summary(w io.Writer) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p("pgqcheck run: queue %s (%s), %s backend, PostgreSQL %s", r.Queue.Name, r.Queue.Source, r.Backend, firstWord(r.ServerVersion))
+	if len(r.Shards) > 0 {
+		p("  merged from %d shard reports: %s", len(r.Shards), strings.Join(r.Shards, ", "))
+	}
+	p("  %s in %s mode with %d worker(s), seed %d; stopped: %s", Round(seconds(r.ElapsedS)), r.Mode, r.Workers, r.Seed, r.StopReason)
+	p("  %s checks (%.0f/s), %s operations (%.0f/s), %s histories, %s shrink runs",
+		num(r.Checks), r.ChecksPerS, num(r.Ops), r.OpsPerS, num(r.Histories), num(r.ShrinkRuns))
+	c := r.Counts
+	p("  claims %s (+%s empty), completions %s accepted / %s refused (%s with an older token), expiries %s, pauses %s, locks %s, drains %s",
+		num(c.Claims), num(c.EmptyClaims), num(c.Completions), num(c.RejectedCompletions), num(c.StaleTokenCompletion), num(c.Expiries), num(c.Pauses), num(c.Locks), num(c.Drains))
+	if c.ClaimWaits > 0 {
+		p("  observed: %s claim(s) waited behind a row lock the stress chaos injected (exempt as an injected fault; Prop and scheduled mode judge skip-don't-wait strictly)", num(c.ClaimWaits))
+	}
+	p("  properties:")
+	for _, ps := range r.Properties {
+		extra := ""
+		if ps.Failures > 0 {
+			extra = fmt.Sprintf(", %d failure(s)", ps.Failures)
+		}
+		p("    %-11s %2d %-22s %s %s%s", ps.Status, int(ps.Number), ps.Name, num(ps.Exercised), ps.ExercisedBy, extra)
+	}
+	if c := r.ClaimCost; c != nil {
+		p("  claim cost: %s", c.Verdict)
+		if c.Measurable {
+			for _, l := range strings.Split(strings.TrimRight(c.Summary(), "\n"), "\n") {
+				p("    %s", l)
+			}
+		}
+	}
+	for i, f := range r.Failures {
+		tag := ""
+		if f.Known {
+			tag = " (a saved case that still fails)"
+		}
+		if f.Flaky {
+			tag += " (flaky: it did not fail again when replayed)"
+		}
+		p("  failure %d%s, %s mode, worker %d after %s (shrunk in %s): %s", i+1, tag, f.Mode, f.Worker,
+			Round(seconds(f.FoundAfterS)), Round(seconds(f.ShrinkS)), f.Verdict)
+		if f.Trace != "" {
+			switch f.Mode {
+			case "sequential":
+				p("    program (queue's answers):")
+			case "stress":
+				p("    the failing job's longest legal order, then the operation that cannot come next:")
+			} // a scheduled trace heads its own parts: prefix, concurrent, interleaving
+			for _, l := range strings.Split(strings.TrimRight(f.Trace, "\n"), "\n") {
+				p("    %s", l)
+			}
+		}
+		if f.Model != "" {
+			p("    model now: %s", f.Model)
+		}
+		if f.ReportDir != "" {
+			p("    report: %s (%s, %s)", f.ReportDir, reportTimeline, reportVerdict)
+		}
+		if f.ProgramFile != "" {
+			p("    program: %s", f.ProgramFile)
+			p("    go test: %s", f.ProgramCommand)
+		}
+		if f.FuzzFile != "" {
+			p("    fuzz input: %s", f.FuzzFile)
+			p("    go test:    %s", f.FuzzCommand)
+		}
+		if f.ReplayFile != "" {
+			p("    saved:  %s", f.ReplayFile)
+		}
+		if f.ReplayCommand != "" {
+			p("    replay: %s", f.ReplayCommand)
+		}
+	}
+	for _, e := range r.HarnessErrors {
+		p("  harness error: %s", e)
+	}
+	switch r.Verdict {
+	case VerdictHeld:
+		p("  verdict: every checked property held")
+	case VerdictViolated:
+		p("  verdict: VIOLATED (%d failure(s))", len(r.Failures))
+	default:
+		p("  verdict: no verdict, the harness failed")
+	}
+}
+
+// Write saves the report as DIR/run-<queue>-<start>.json with its summary next to it (.txt),
+// and returns the JSON's path.
+func (r *Report) Write(dir string) (string, error) {
+	base := filepath.Join(dir, fmt.Sprintf("run-%s-%s", safeName(r.Queue.Name), r.Started.Format("20060102-150405")))
+	if err := WriteJSON(base+".json", r); err != nil {
+		return "", err
+	}
+	var sum strings.Builder
+	r.Summary(&sum)
+	if err := os.WriteFile(base+".txt", []byte(sum.String()), 0o644); err != nil {
+		return "", fmt.Errorf("writing %s.txt: %v; pass a writable report folder", base, unwrapPath(err))
+	}
+	return base + ".json", nil
+}
+
+// WriteJSON writes v as indented JSON, atomically.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %v; pass a writable path", path, unwrapPath(err))
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %v; pass a writable path", path, unwrapPath(err))
+	}
+	return nil
+}
+
+// ReadReport loads a saved report. Format 1 reports (older pgqcheck) read as well: their fields
+// are a subset, and their failures' property numbers read back as typed properties.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s cannot be read (%v); pass a report JSON written by pgqcheck run", path, unwrapPath(err))
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s is not a pgqcheck report (%v); pass a report JSON written by pgqcheck run", path, err)
+	}
+	if r.Format < 1 || r.Format > ReportFormat {
+		return nil, fmt.Errorf("%s has report format %d, this pgqcheck reads formats 1 to %d; use the pgqcheck that wrote it", path, r.Format, ReportFormat)
+	}
+	for _, f := range r.Failures {
+		f.PropertyName = f.Property.Name()
+	}
+	return &r, nil
+}
+
+// Merge combines shard reports of one queue into one. Properties, counts and failures are
+// summed; each failure keeps its typed property.
+func Merge(paths []string, rs []*Report) (*Report, error) {
+	m := &Report{Format: ReportFormat, Tool: rs[0].Tool, Queue: rs[0].Queue, Mode: rs[0].Mode, Seed: rs[0].Seed, ReplayRoot: rs[0].ReplayRoot}
+	var backends, versions, wheres, reasons []string
+	checked := map[Property]bool{}
+	for i, r := range rs {
+		if r.Queue.Name != m.Queue.Name {
+			return nil, fmt.Errorf("%s judged queue %s but %s judged %s; merge shards of one queue", paths[i], r.Queue.Name, paths[0], m.Queue.Name)
+		}
+		if i == 0 || r.Started.Before(m.Started) {
+			m.Started = r.Started
+		}
+		if r.Finished.After(m.Finished) {
+			m.Finished = r.Finished
+		}
+		if r.Mode != m.Mode {
+			m.Mode = "mixed"
+		}
+		if r.Seed != m.Seed {
+			m.Seed = 0
+		}
+		m.ElapsedS = max(m.ElapsedS, r.ElapsedS)
+		m.Interrupted = m.Interrupted || r.Interrupted
+		m.Workers += r.Workers
+		m.Checks += r.Checks
+		m.Ops += r.Ops
+		m.Histories += r.Histories
+		m.ShrinkRuns += r.ShrinkRuns
+		m.ChecksPerS += r.ChecksPerS
+		m.OpsPerS += r.OpsPerS
+		m.Counts.Add(r.Counts)
+		m.Failures = append(m.Failures, r.Failures...)
+		m.HarnessErrors = append(m.HarnessErrors, r.HarnessErrors...)
+		if m.ClaimCost == nil {
+			m.ClaimCost = r.ClaimCost // every shard measures the same queue the same way
+		}
+		backends = appendNew(backends, r.Backend)
+		versions = appendNew(versions, r.ServerVersion)
+		wheres = appendNew(wheres, r.Where)
+		reasons = appendNew(reasons, r.StopReason)
+		for _, ps := range r.Properties {
+			if ps.Status != StatusNotChecked {
+				checked[ps.Number] = true
+			}
+		}
+		if len(r.Shards) > 0 {
+			m.Shards = append(m.Shards, r.Shards...)
+		} else {
+			m.Shards = append(m.Shards, paths[i])
+		}
+	}
+	m.Backend, m.ServerVersion, m.Where = strings.Join(backends, ", "), strings.Join(versions, ", "), strings.Join(wheres, "; ")
+	m.StopReason = strings.Join(reasons, "; ")
+	var on []Property
+	for p := range checked {
+		on = append(on, p)
+	}
+	sort.Slice(on, func(i, j int) bool { return on[i] < on[j] })
+	m.fillProperties(on)
+	if m.ClaimCost != nil {
+		m.setClaimCost(m.ClaimCost)
+	}
+	m.decideVerdict()
+	return m, nil
+}
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func firstWord(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return s
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Round rounds a duration for printing.
+func Round(d time.Duration) time.Duration {
+	switch {
+	case d > time.Minute:
+		return d.Round(time.Second)
+	case d > time.Second:
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// num prints an integer with thousands separators.
+func num(n int64) string { return textfmt.Thousands(n) }
