@@ -13,9 +13,11 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/internal/testflags"
+	"pgqcheck/campaign"
 	"pgqcheck/linear"
 	"pgqcheck/mutant"
+	"pgqcheck/program"
+	"pgqcheck/sut/pgserver"
 	"pgqcheck/sut/suttest"
 )
 
@@ -69,91 +71,100 @@ func TestLinearScheduled(t *testing.T) {
 	}
 }
 
-// TestLinearMutants is the proof that the Linear suite bites: every mutant that expects
-// "Linear" must fail in stress mode and in scheduled mode, and the failure must name a
-// property. Stress failures must leave a report folder with the history and a timeline.
-func TestLinearMutants(t *testing.T) {
+// TestMutants is the proof that the suite bites: the kill table `pgqcheck mutants` prints,
+// built by the same code. Every mutant must be caught by every mode of every suite its
+// mutant.json expects (Prop: sequential; Linear: stress and scheduled), with a property. A
+// catch must leave what a reader needs: a stress catch its report folder and timeline, a
+// scheduled catch a program that replays it.
+func TestMutants(t *testing.T) {
 	ms, err := mutant.Load("testdata/mutants")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Searches here start from scratch (no fail files are written: the mutants are meant to
-	// fail), get more checks, since a race needs the right draw, and a short shrink.
-	defer testflags.Defaults(map[string]string{"rapid.nofailfile": "true", "rapid.checks": "500", "rapid.shrinktime": "1s"})()
-	expected := 0
+	srv, err := pgserver.Shared(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kt, err := campaign.HuntMutants(context.Background(), campaign.KillConfig{Server: srv, Mutants: ms, Budget: time.Minute, Seed: 1, ReportDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	kt.Print(&table)
+	t.Logf("kill table:\n%s", table.String())
+	if sum, ok := kt.Summary(); !ok {
+		t.Errorf("%s", sum)
+	}
+	for _, e := range kt.Errors() {
+		t.Errorf("harness: %s", e)
+	}
+	for _, suite := range []string{"Prop", "Linear"} {
+		n := 0
+		for _, m := range ms {
+			if m.Expects(suite) {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("no mutant expects %s: that suite's power is unproven", suite)
+		}
+	}
+	ctx := context.Background()
+	byName := map[string]*mutant.Mutant{}
 	for _, m := range ms {
-		if !m.Expects("Linear") {
+		byName[m.Name] = m
+	}
+	for _, r := range kt.Rows {
+		fl := r.Failure
+		if fl == nil || fl.Finding() == nil {
 			continue
 		}
-		expected++
-		t.Run(m.Name, func(t *testing.T) { linearMutant(t, m) })
-	}
-	if expected == 0 {
-		t.Fatal("no mutant expects Linear: the suite's power is unproven")
-	}
-}
-
-// linearMutant requires a mutant to fail stress mode and scheduled mode, naming a property.
-func linearMutant(t *testing.T, m *mutant.Mutant) {
-	ctx := context.Background()
-	in := suttest.Install(t, m.Queue)
-	t.Run("stress", func(t *testing.T) {
-		for attempt := 1; ; attempt++ {
-			// The mutant's failure is expected: its report goes where the test cleans up.
-			res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: *stressFor, ReportDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Failed() {
-				if res.Verdict.Violation == nil {
-					t.Fatalf("caught by something other than a property: %s", res.Verdict)
+		f := fl.Finding()
+		switch r.Mode {
+		case "stress":
+			t.Run(r.Mutant+"/stress-report", func(t *testing.T) { checkReport(t, f) })
+		case "scheduled":
+			t.Run(r.Mutant+"/scheduled-replay", func(t *testing.T) {
+				// The failure replays from its program alone: the interleaving is the program.
+				in := suttest.Install(t, byName[r.Mutant].Queue)
+				g, err := linear.ReplayProgram(ctx, in, linear.ScheduledConfig{Name: r.Mutant, ReportDir: t.TempDir()}, f.Program)
+				if err != nil || g == nil || g.Property() != f.Property() {
+					t.Fatalf("the failure did not replay from its program (%v, %v):\n%s", g, err, f.Program.Format())
 				}
-				checkReport(t, res)
-				t.Logf("caught on attempt %d: %s\nreport: %s", attempt, res.Verdict.Violation, res.ReportDir)
-				return
-			}
-			if attempt == 3 {
-				t.Fatalf("mutant survived three stress runs: %s\nlast: %s", m.Bug, res)
-			}
+			})
 		}
-	})
-	t.Run("scheduled", func(t *testing.T) {
-		start := time.Now()
-		cfg := linear.ScheduledConfig{Name: m.Name, ReportDir: t.TempDir()}
-		f, err := linear.SearchScheduled(ctx, in, t.Name(), cfg)
-		switch {
-		case err != nil:
-			t.Fatalf("caught by something other than a property: %v", err)
-		case f == nil:
-			t.Fatalf("mutant survived: %s", m.Bug)
-		}
-		// The failure replays from its saved program alone: the interleaving is the program.
-		g, err := linear.ReplayProgram(ctx, in, cfg, f.Program)
-		if err != nil || g == nil || g.Property() != f.Property() {
-			t.Fatalf("the failure did not replay from its program (%v, %v):\n%s", g, err, f.Program.Format())
-		}
-		t.Logf("caught in %v: %s\nreport: %s", time.Since(start).Round(time.Millisecond), f.Verdict(), f.ReportDir)
-	})
+	}
 }
 
 // checkReport asserts that a failed stress run left what a reader needs: the history, and for
 // a job whose history is not linearizable, its cut and a timeline showing the culprit.
-func checkReport(t *testing.T, res *linear.Result) {
+func checkReport(t *testing.T, f *program.Finding) {
 	t.Helper()
+	if f.ReportDir == "" {
+		t.Fatal("no report folder")
+	}
+	h, err := linear.Load(filepath.Join(f.ReportDir, linear.ReportHistory))
+	if err != nil {
+		t.Fatalf("report folder: %v", err)
+	}
+	v := linear.Check(h, time.Minute)
+	if v.OK || v.Violation == nil || v.Violation.Property != f.Property() {
+		t.Fatalf("the saved history does not fail again with %s: %s", f.Property(), v)
+	}
 	must := []string{linear.ReportHistory, linear.ReportVerdict}
-	if res.Verdict.Job != 0 {
+	if v.Job != 0 {
 		must = append(must, linear.ReportJob, linear.ReportTimeline)
 	}
-	for _, f := range must {
-		if _, err := os.Stat(filepath.Join(res.ReportDir, f)); err != nil {
+	for _, name := range must {
+		if _, err := os.Stat(filepath.Join(f.ReportDir, name)); err != nil {
 			t.Fatalf("report folder: %v", err)
 		}
 	}
-	if res.Verdict.Culprit != "" {
-		html, _ := os.ReadFile(filepath.Join(res.ReportDir, linear.ReportTimeline))
-		want, _ := json.Marshal(res.Verdict.Culprit)
+	if v.Culprit != "" {
+		html, _ := os.ReadFile(filepath.Join(f.ReportDir, linear.ReportTimeline))
+		want, _ := json.Marshal(v.Culprit)
 		if !strings.Contains(string(html), strings.Trim(string(want), `"`)) {
-			t.Fatalf("the timeline does not show the culprit %q", res.Verdict.Culprit)
+			t.Fatalf("the timeline does not show the culprit %q", v.Culprit)
 		}
 	}
 }

@@ -283,7 +283,7 @@ func TestReportRoundTrip(t *testing.T) {
 }
 
 // TestKillTable: the kill table hunts a mutant with every mode its mutant.json demands (Linear:
-// stress and scheduled, as TestLinearMutants does), names the typed property that caught it,
+// stress and scheduled, as TestMutants does), names the typed property that caught it,
 // and checks that the correct queues pass.
 func TestKillTable(t *testing.T) {
 	all, err := mutant.Load(moduleDir(t, "testdata/mutants"))

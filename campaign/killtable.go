@@ -31,6 +31,8 @@ type KillRow struct {
 	Time        time.Duration
 	Checks      int64  // property runs (histories, in stress mode) until caught or given up
 	Err         string // the harness failed: no verdict
+	// Failure is the catch itself: its program, trace and report folder.
+	Failure *Failure
 }
 
 // Result is the row's outcome in a word.
@@ -72,16 +74,23 @@ type KillConfig struct {
 	QueueChecks int
 	// Log, when set, hears of each row as it is decided.
 	Log io.Writer
+	// ReportDir keeps the catches' report folders (default: a scratch folder, removed when the
+	// table is done: a mutant's failure is the expected outcome).
+	ReportDir string
 }
 
 // HuntMutants builds the kill table. An error means ctx ended before every row was decided.
 func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
-	scratch, err := os.MkdirTemp("", "pgqcheck-mutants-")
-	if err != nil {
-		return nil, fmt.Errorf("creating a scratch folder: %v; check TMPDIR", unwrapPath(err))
+	scratch := cfg.ReportDir
+	if scratch == "" {
+		dir, err := os.MkdirTemp("", "pgqcheck-mutants-")
+		if err != nil {
+			return nil, fmt.Errorf("creating a scratch folder: %v; check TMPDIR", unwrapPath(err))
+		}
+		// A mutant's failure is expected: its report folders are scratch.
+		defer os.RemoveAll(dir)
+		scratch = dir
 	}
-	// A mutant's failure is expected: its report folders are scratch.
-	defer os.RemoveAll(scratch)
 	kt := &KillTable{}
 	for i, m := range cfg.Mutants {
 		for _, suite := range m.Expect {
@@ -158,7 +167,7 @@ func hunt(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, modeName
 			}
 			if len(fs) > 0 {
 				f := fs[0]
-				row.Caught, row.Property, row.Verdict, row.Time = true, f.Property, f.Verdict, f.foundAt.Sub(start)
+				row.Caught, row.Property, row.Verdict, row.Time, row.Failure = true, f.Property, f.Verdict, f.foundAt.Sub(start), f
 				return nil
 			}
 		}

@@ -116,7 +116,12 @@ type Failure struct {
 	Flaky          bool    `json:"flaky,omitempty"`      // the failing run did not fail again when replayed
 
 	foundAt time.Time // when the first failing run ended
+	finding *Finding  // the engine's finding, in this process
 }
+
+// Finding is the engine's finding behind a failure found in this process (nil for one read
+// back from a report).
+func (f *Failure) Finding() *Finding { return f.finding }
 
 // newFailure records a finding of a mode's round.
 func newFailure(f *Finding, mode string, worker, round int, seed uint64) *Failure {
@@ -126,7 +131,7 @@ func newFailure(f *Finding, mode string, worker, round int, seed uint64) *Failur
 		prog = f.Program.Body()
 	}
 	return &Failure{Property: p, PropertyName: p.Name(), Verdict: f.Verdict(), Program: prog, Trace: f.Trace, Model: f.Model,
-		Mode: mode, Worker: worker, Round: round, Seed: seed, ReportDir: f.ReportDir, Flaky: f.Flaky}
+		Mode: mode, Worker: worker, Round: round, Seed: seed, ReportDir: f.ReportDir, Flaky: f.Flaky, finding: f}
 }
 
 // allProperties are the design's properties, in order. 10 (claim cost) is a measurement, made
