@@ -51,12 +51,12 @@ type campaign struct {
 	tally     Tally
 	clearLine string // erases the progress line before a message, on a terminal
 
-	mu          sync.Mutex
-	failures    []*Failure
-	harness     []string
-	byProp      map[Property]bool
-	reason      string
-	start       time.Time
+	mu       sync.Mutex
+	failures []*Failure
+	harness  []string
+	byProp   map[Property]bool
+	reason   string
+	start    time.Time
 }
 
 // Run runs a campaign until the duration is up, a violation is found (unless KeepGoing), soft

@@ -48,8 +48,8 @@ type Report struct {
 	Properties    []*PropStat  `json:"properties"`
 	Failures      []*Failure   `json:"failures"`
 	HarnessErrors []string     `json:"harness_errors,omitempty"`
-	ClaimCost     *plan.Report `json:"claim_cost,omitempty"`   // property 10, when measured
-	Verdict       string       `json:"verdict"`                // held, violated, error
+	ClaimCost     *plan.Report `json:"claim_cost,omitempty"` // property 10, when measured
+	Verdict       string       `json:"verdict"`              // held, violated, error
 	Shards        []string     `json:"shards,omitempty"`
 }
 

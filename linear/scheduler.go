@@ -790,7 +790,9 @@ func ReplayProgram(ctx context.Context, in *sut.Installed, cfg ScheduledConfig, 
 
 // ReplayProgram runs a saved scheduled program once, outside `go test`, on s's sessions: nil
 // when the run held (Trace then shows what it did).
-func (s *Scheduler) ReplayProgram(p *program.Program) (*program.Finding, error) { return s.replayProgram(p) }
+func (s *Scheduler) ReplayProgram(p *program.Program) (*program.Finding, error) {
+	return s.replayProgram(p)
+}
 
 func (s *Scheduler) replayProgram(p *program.Program) (*program.Finding, error) {
 	s.trace = ""
