@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/sut"
 )
 
@@ -167,8 +168,5 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// oneLine folds text onto one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// OneLine folds text onto one line, for errors that must print as one.
-func OneLine(s string) string { return oneLine(s) }
+// oneLine and OneLine fold text onto one line, for errors that must print as one.
+var oneLine, OneLine = textfmt.OneLine, textfmt.OneLine

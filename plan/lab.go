@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/sut"
 )
 
@@ -82,7 +83,7 @@ func (l *Lab) open(ctx context.Context) error {
 CREATE TEMP TABLE %[1]s AS SELECT CASE %[2]s%[3]s END AS pgqcheck_kind, %[4]s FROM %[5]s WHERE %[2]s IN (%[6]s);
 DELETE FROM %[5]s WHERE %[2]s IN (%[6]s)`, templates, l.id, cases.String(), l.cols, l.table, idList), pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
-		return fmt.Errorf("pgqcheck: plan: setting the template rows aside: %s", oneLine(err))
+		return fmt.Errorf("pgqcheck: plan: setting the template rows aside: %s", textfmt.ErrLine(err))
 	}
 	return nil
 }
@@ -181,7 +182,7 @@ func (l *Lab) locate(ctx context.Context, ids [4]int64) error {
 	for _, t := range tables {
 		var total int64
 		if err := l.conn().QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&total); err != nil {
-			return fmt.Errorf("pgqcheck: plan: counting %s: %s", t, oneLine(err))
+			return fmt.Errorf("pgqcheck: plan: counting %s: %s", t, textfmt.ErrLine(err))
 		}
 		if total == 0 {
 			continue
@@ -195,7 +196,7 @@ func (l *Lab) locate(ctx context.Context, ids [4]int64) error {
 			var n int64
 			q := fmt.Sprintf("SELECT count(*) FROM %s WHERE %s = ANY($1)", t, pgx.Identifier{c}.Sanitize())
 			if err := l.conn().QueryRow(ctx, q, ids[:]).Scan(&n); err != nil {
-				return fmt.Errorf("pgqcheck: plan: reading %s: %s", t, oneLine(err))
+				return fmt.Errorf("pgqcheck: plan: reading %s: %s", t, textfmt.ErrLine(err))
 			}
 			if n == 4 && total == 4 {
 				found = append(found, match{t, c})
@@ -212,7 +213,7 @@ func (l *Lab) locate(ctx context.Context, ids [4]int64) error {
 	}
 	l.table, l.id = found[0].table, pgx.Identifier{found[0].col}.Sanitize()
 	if err := l.conn().QueryRow(ctx, copiedColumnsSQL, l.table, found[0].col).Scan(&l.cols); err != nil {
-		return fmt.Errorf("pgqcheck: plan: reading the columns of %s: %s", l.table, oneLine(err))
+		return fmt.Errorf("pgqcheck: plan: reading the columns of %s: %s", l.table, textfmt.ErrLine(err))
 	}
 	if l.cols == "" {
 		return notMeasurable("table shape unknown: %s holds nothing but its id", l.table)
@@ -235,7 +236,7 @@ func (l *Lab) Fill(ctx context.Context, st State) error {
 	l.dirty = true
 	if len(l.tail) > 0 {
 		if _, err := l.conn().Exec(ctx, fmt.Sprintf("DELETE FROM %s WHERE %s = ANY($1)", l.table, l.id), l.tail); err != nil {
-			return fmt.Errorf("pgqcheck: plan: removing the previous active rows: %s", oneLine(err))
+			return fmt.Errorf("pgqcheck: plan: removing the previous active rows: %s", textfmt.ErrLine(err))
 		}
 		l.tail = nil
 	}
@@ -256,11 +257,11 @@ func (l *Lab) Fill(ctx context.Context, st State) error {
 	// heap pages hold any, so the previous state's active rows would linger in the partial
 	// indexes and a state's cost would depend on the states built before it.
 	if _, err := l.conn().Exec(ctx, "VACUUM (ANALYZE, INDEX_CLEANUP ON) "+l.table); err != nil {
-		return fmt.Errorf("pgqcheck: plan: VACUUM ANALYZE %s: %s", l.table, oneLine(err))
+		return fmt.Errorf("pgqcheck: plan: VACUUM ANALYZE %s: %s", l.table, textfmt.ErrLine(err))
 	}
 	var total int64
 	if err := l.conn().QueryRow(ctx, "SELECT count(*) FROM "+l.table).Scan(&total); err != nil {
-		return fmt.Errorf("pgqcheck: plan: counting %s: %s", l.table, oneLine(err))
+		return fmt.Errorf("pgqcheck: plan: counting %s: %s", l.table, textfmt.ErrLine(err))
 	}
 	if total != int64(st.total()) {
 		return fmt.Errorf("pgqcheck: plan: %s holds %d rows after the fill, want %d (a trigger?)", l.table, total, st.total())
@@ -280,9 +281,9 @@ func (l *Lab) copies(ctx context.Context, kind string, n int, wantIDs bool) ([]i
 	fail := func(err error) ([]int64, error) {
 		var pg *pgconn.PgError
 		if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "23") {
-			return nil, notMeasurable("copying a %s job into %s breaks a constraint: %s", kind, l.table, oneLine(err))
+			return nil, notMeasurable("copying a %s job into %s breaks a constraint: %s", kind, l.table, textfmt.ErrLine(err))
 		}
-		return nil, fmt.Errorf("pgqcheck: plan: copying %d %s jobs into %s: %s", n, kind, l.table, oneLine(err))
+		return nil, fmt.Errorf("pgqcheck: plan: copying %d %s jobs into %s: %s", n, kind, l.table, textfmt.ErrLine(err))
 	}
 	if !wantIDs {
 		if _, err := l.conn().Exec(ctx, q, n, kind); err != nil {
@@ -330,7 +331,7 @@ func (l *Lab) ServerVersion() string {
 func (l *Lab) Explain(ctx context.Context) (*Claim, error) {
 	tx, err := l.conn().Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("pgqcheck: plan: BEGIN: %s", oneLine(err))
+		return nil, fmt.Errorf("pgqcheck: plan: BEGIN: %s", textfmt.ErrLine(err))
 	}
 	// Rolls back on every early return, even with ctx cancelled; a no-op after Rollback.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
@@ -340,10 +341,10 @@ func (l *Lab) Explain(ctx context.Context) (*Claim, error) {
 	// claim.sql from swallowing the statement.
 	err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON)\n"+l.in.Queue.Claim, claimLease).Scan(&out)
 	if err != nil {
-		return nil, fmt.Errorf("pgqcheck: plan: EXPLAIN ANALYZE of claim.sql: %s", oneLine(err))
+		return nil, fmt.Errorf("pgqcheck: plan: EXPLAIN ANALYZE of claim.sql: %s", textfmt.ErrLine(err))
 	}
 	if err := tx.Rollback(ctx); err != nil {
-		return nil, fmt.Errorf("pgqcheck: plan: ROLLBACK after EXPLAIN ANALYZE: %s", oneLine(err))
+		return nil, fmt.Errorf("pgqcheck: plan: ROLLBACK after EXPLAIN ANALYZE: %s", textfmt.ErrLine(err))
 	}
 	return ParseExplain(out)
 }
@@ -361,11 +362,11 @@ func (l *Lab) conn() *pgx.Conn { return l.s.Conn() }
 func (l *Lab) strings(ctx context.Context, q string, args ...any) ([]string, error) {
 	rows, err := l.conn().Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("pgqcheck: plan: reading the catalog: %s", oneLine(err))
+		return nil, fmt.Errorf("pgqcheck: plan: reading the catalog: %s", textfmt.ErrLine(err))
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("pgqcheck: plan: reading the catalog: %s", oneLine(err))
+		return nil, fmt.Errorf("pgqcheck: plan: reading the catalog: %s", textfmt.ErrLine(err))
 	}
 	return out, nil
 }
@@ -385,12 +386,4 @@ func orNone(list []string) string {
 		return "none"
 	}
 	return strings.Join(list, ", ")
-}
-
-func oneLine(err error) string {
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return fmt.Sprintf("%s (SQLSTATE %s)", pg.Message, pg.Code)
-	}
-	return strings.Join(strings.Fields(err.Error()), " ")
 }

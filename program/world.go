@@ -3,9 +3,9 @@ package program
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/sut"
 )
 
@@ -187,7 +187,7 @@ func IsHarness(err error) bool {
 	return errors.As(err, &h)
 }
 
-func oneLine(err error) string { return OneLine(err.Error()) }
+func oneLine(err error) string { return textfmt.OneLine(err.Error()) }
 
 // OneLine folds text into one line.
-func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+func OneLine(s string) string { return textfmt.OneLine(s) }

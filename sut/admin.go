@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"pgqcheck/internal/textfmt"
 )
 
 // WaitFor polls pg_stat_activity until the backend pid shows the given wait event (for
@@ -53,7 +55,7 @@ func (in *Installed) poll(ctx context.Context, what string, done func() (bool, e
 	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
 		ok, err := done()
 		if err != nil {
-			return fmt.Errorf("waiting for %s: %s", what, oneLine(err))
+			return fmt.Errorf("waiting for %s: %s", what, textfmt.ErrLine(err))
 		}
 		if ok {
 			return nil

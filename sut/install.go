@@ -2,13 +2,13 @@ package sut
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"pgqcheck/internal/textfmt"
 )
 
 // Installed is a queue whose schema runs in a database of its own. It knows every table and
@@ -52,7 +52,7 @@ func (in *Installed) install(ctx context.Context) error {
 	}
 	// Simple protocol: schema.sql may hold many statements.
 	if _, err := in.admin.Exec(ctx, in.Queue.Schema, pgx.QueryExecModeSimpleProtocol); err != nil {
-		return &ContractError{in.Queue.Source, FileSchema, "fails: " + oneLine(err)}
+		return &ContractError{in.Queue.Source, FileSchema, "fails: " + textfmt.ErrLine(err)}
 	}
 	after, err := in.relations(ctx)
 	if err != nil {
@@ -134,7 +134,7 @@ func (in *Installed) validate(ctx context.Context) error {
 	for _, s := range in.shapes() {
 		sd, err := in.admin.Prepare(ctx, "", s.sql)
 		if err != nil {
-			return &ContractError{in.Queue.Source, s.file, "does not prepare: " + oneLine(err)}
+			return &ContractError{in.Queue.Source, s.file, "does not prepare: " + textfmt.ErrLine(err)}
 		}
 		if len(sd.ParamOIDs) != s.params {
 			return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("takes %d parameters; the contract passes %d (%s)", len(sd.ParamOIDs), s.params, contractLine(s.file))}
@@ -167,7 +167,7 @@ func (in *Installed) resetSQL(ctx context.Context, tables []string) (string, err
 SELECT (SELECT count(*) FROM pg_constraint WHERE contype='f' AND (conrelid::regclass::text = ANY($1) OR confrelid::regclass::text = ANY($1)))
      + (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgrelid::regclass::text = ANY($1))`, tables).Scan(&n)
 	if err != nil {
-		return "", fmt.Errorf("pgqcheck: inspecting the queue's tables: %s", oneLine(err))
+		return "", fmt.Errorf("pgqcheck: inspecting the queue's tables: %s", textfmt.ErrLine(err))
 	}
 	var b strings.Builder
 	b.WriteString("BEGIN;")
@@ -182,7 +182,7 @@ SELECT (SELECT count(*) FROM pg_constraint WHERE contype='f' AND (conrelid::regc
 	for _, s := range in.sequences {
 		var start int64
 		if err := in.admin.QueryRow(ctx, `SELECT seqstart FROM pg_sequence WHERE seqrelid = $1::regclass`, s).Scan(&start); err != nil {
-			return "", fmt.Errorf("pgqcheck: inspecting sequence %s: %s", s, oneLine(err))
+			return "", fmt.Errorf("pgqcheck: inspecting sequence %s: %s", s, textfmt.ErrLine(err))
 		}
 		fmt.Fprintf(&b, "SELECT setval(%s, %d, false);", quoteLiteral(s), start)
 	}
@@ -197,7 +197,7 @@ func (in *Installed) Reset(ctx context.Context) error {
 	defer cancel()
 	if _, err := in.admin.Exec(ctx, in.reset, pgx.QueryExecModeSimpleProtocol); err != nil {
 		_, _ = in.admin.Exec(context.Background(), "ROLLBACK")
-		return fmt.Errorf("pgqcheck: resetting the queue: %s (is a session from an earlier run still holding a lock?)", oneLine(err))
+		return fmt.Errorf("pgqcheck: resetting the queue: %s (is a session from an earlier run still holding a lock?)", textfmt.ErrLine(err))
 	}
 	return nil
 }
@@ -214,7 +214,7 @@ func (in *Installed) Close() {
 func connect(ctx context.Context, dsn, app string) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("pgqcheck: bad connection string: %s", oneLine(err))
+		return nil, fmt.Errorf("pgqcheck: bad connection string: %s", textfmt.ErrLine(err))
 	}
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
@@ -225,18 +225,9 @@ func connect(ctx context.Context, dsn, app string) (*pgx.Conn, error) {
 	}
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgqcheck: connecting to the queue's database: %s", oneLine(err))
+		return nil, fmt.Errorf("pgqcheck: connecting to the queue's database: %s", textfmt.ErrLine(err))
 	}
 	return c, nil
-}
-
-// oneLine flattens an error for one-line messages, keeping a Postgres error's SQLSTATE.
-func oneLine(err error) string {
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return fmt.Sprintf("%s (SQLSTATE %s)", pg.Message, pg.Code)
-	}
-	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

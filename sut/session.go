@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 )
 
@@ -41,7 +42,7 @@ func (in *Installed) Connect(ctx context.Context, name string, o SessionOptions)
 		if d > 0 {
 			if _, err := c.Exec(ctx, fmt.Sprintf("SET %s = %d", param, d.Milliseconds())); err != nil {
 				c.Close(ctx)
-				return nil, fmt.Errorf("pgqcheck: setting %s: %s", param, oneLine(err))
+				return nil, fmt.Errorf("pgqcheck: setting %s: %s", param, textfmt.ErrLine(err))
 			}
 		}
 	}

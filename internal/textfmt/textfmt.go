@@ -1,9 +1,13 @@
-// Package textfmt holds the number formatting that reports share.
+// Package textfmt holds the text formatting that reports and errors share.
 package textfmt
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Thousands prints an integer with comma thousands separators: 1429 -> "1,429".
@@ -22,4 +26,16 @@ func Thousands(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// OneLine folds text onto one line: errors and verdicts print as one.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// ErrLine is an error on one line, keeping a Postgres error's SQLSTATE.
+func ErrLine(err error) string {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return fmt.Sprintf("%s (SQLSTATE %s)", pg.Message, pg.Code)
+	}
+	return OneLine(err.Error())
 }

@@ -1,0 +1,211 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"pgqcheck/mutant"
+	"pgqcheck/sut"
+	"pgqcheck/sut/pgserver"
+	"pgqcheck/walkthrough"
+)
+
+// MatrixConfig is what the version matrix runs on each server.
+type MatrixConfig struct {
+	// Servers name where each column's Postgres comes from: an image for the docker backend, or
+	// "local" for the machine's own binaries.
+	Servers []string
+	// Duration is each built-in queue's campaign (every mode in turn).
+	Duration time.Duration
+	Seed     uint64
+	Mutants  []*mutant.Mutant
+	Budget   time.Duration // the kill table's, per mutant and mode
+	// DoneRows is where the claim's cost is read (property 10).
+	DoneRows int
+	Log      io.Writer
+}
+
+// MatrixRow is one server's results.
+type MatrixRow struct {
+	Server      string // what was asked for (an image, or local)
+	Version     string // the server's own version
+	Walkthrough string // held, or the first failed assertion
+	// Verdicts are each built-in queue's campaign verdict, in sut.Builtins() order.
+	Verdicts []string
+	Caught   int // kill-table rows caught
+	Rows     int // kill-table rows
+	// Waits are the stress-mode claims seen waiting behind the chaos locker's row lock, per
+	// built-in queue, and the stress histories those campaigns ran.
+	Waits     []int64
+	Histories []int64
+	// ClaimCost is, per built-in queue, buffers and ms per claim at DoneRows done rows.
+	ClaimCost []string
+	Err       string
+}
+
+// Matrix runs, on each server, the walkthrough, a campaign per built-in queue (whose verdict,
+// claim waits and claim cost it keeps) and the kill table.
+func Matrix(ctx context.Context, cfg MatrixConfig) []MatrixRow {
+	var rows []MatrixRow
+	for _, s := range cfg.Servers {
+		if ctx.Err() != nil {
+			break
+		}
+		rows = append(rows, matrixRow(ctx, cfg, s))
+	}
+	return rows
+}
+
+func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
+	row := MatrixRow{Server: server}
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "matrix: %s: "+format+"\n", append([]any{server}, args...)...)
+		}
+	}
+	o := pgserver.Options{Kind: string(pgserver.BackendDocker), Image: server, Log: cfg.Log}
+	if server == string(pgserver.BackendLocal) {
+		o = pgserver.Options{Kind: server, Log: cfg.Log}
+	}
+	srv, err := pgserver.Start(ctx, o)
+	if err != nil {
+		row.Err = OneLine(err.Error())
+		return row
+	}
+	defer srv.Close()
+	row.Version = srv.Version
+
+	seed := sut.MustBuiltin(sut.DefaultQueue)
+	err = OnDatabase(ctx, srv, "pgqcheck_matrix_walkthrough", seed, func(in *sut.Installed, _ string) error {
+		ev, err := walkthrough.Run(ctx, in, walkthrough.ServerOf(srv), walkthrough.Options{LockerSleep: time.Second})
+		if err != nil {
+			return err
+		}
+		row.Walkthrough = "held"
+		if failed := ev.Failed(); len(failed) > 0 {
+			row.Walkthrough = fmt.Sprintf("FAILED: %s (expected %s, got %s)", failed[0].Name, failed[0].Expected, failed[0].Actual)
+		}
+		return nil
+	})
+	if err != nil {
+		row.Err = OneLine(err.Error())
+		return row
+	}
+	logf("walkthrough %s", row.Walkthrough)
+
+	all, err := LookupModes("all")
+	if err != nil {
+		row.Err = err.Error()
+		return row
+	}
+	for _, name := range sut.Builtins() {
+		rep, err := Run(ctx, ctx, Config{Server: srv, Queue: sut.MustBuiltin(name), Mode: all, Workers: 1, Seed: cfg.Seed,
+			Duration: cfg.Duration, ShrinkTime: 5 * time.Second, PlanSizes: []int{cfg.DoneRows}})
+		if err != nil {
+			row.Err = OneLine(err.Error())
+			return row
+		}
+		v := rep.Verdict
+		if len(rep.Failures) > 0 {
+			v += ": " + rep.Failures[0].Property.String()
+		}
+		row.Verdicts = append(row.Verdicts, v)
+		row.Waits = append(row.Waits, rep.Counts.ClaimWaits)
+		row.Histories = append(row.Histories, rep.Histories)
+		row.ClaimCost = append(row.ClaimCost, costAt(rep, cfg.DoneRows))
+		logf("%s %s (%d stress claim waits over %d histories; claim cost %s)", name, v, rep.Counts.ClaimWaits, rep.Histories, row.ClaimCost[len(row.ClaimCost)-1])
+	}
+
+	kt, err := HuntMutants(ctx, KillConfig{Server: srv, Mutants: cfg.Mutants, Budget: cfg.Budget, Seed: cfg.Seed})
+	if err != nil {
+		row.Err = OneLine(err.Error())
+		return row
+	}
+	row.Rows = len(kt.Rows)
+	for _, r := range kt.Rows {
+		if r.Caught {
+			row.Caught++
+		}
+	}
+	logf("mutants %d/%d caught", row.Caught, row.Rows)
+	return row
+}
+
+// costAt is a campaign's claim cost at n done rows: buffers and ms per claim.
+func costAt(rep *Report, n int) string {
+	c := rep.ClaimCost
+	if c == nil || !c.Measurable {
+		return "not measured"
+	}
+	for _, r := range c.Rows {
+		if r.DoneRows == n {
+			return fmt.Sprintf("%s / %.2f ms", Thousands(r.Buffers), r.ExecMs)
+		}
+	}
+	return "not measured"
+}
+
+// Thousands prints an integer with thousands separators.
+func Thousands(n int64) string { return num(n) }
+
+// PrintMatrix writes the matrix as a Markdown table, one row per server.
+func PrintMatrix(w io.Writer, rows []MatrixRow, doneRows int) {
+	queues := sut.Builtins()
+	head := []string{"server", "walkthrough"}
+	for _, q := range queues {
+		head = append(head, q)
+	}
+	head = append(head, "mutants caught", "stress claim waits ("+strings.Join(queues, " / ")+")",
+		fmt.Sprintf("claim cost at %s done rows, buffers / ms (%s)", Thousands(int64(doneRows)), strings.Join(queues, "; ")))
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	for _, r := range rows {
+		if r.Err != "" {
+			fmt.Fprintf(w, "| %s (%s) | error: %s |\n", r.Server, r.Version, r.Err)
+			continue
+		}
+		cells := []string{fmt.Sprintf("PostgreSQL %s (%s)", firstWord(r.Version), r.Server), r.Walkthrough}
+		cells = append(cells, r.Verdicts...)
+		var waits []string
+		for i, n := range r.Waits {
+			waits = append(waits, fmt.Sprintf("%d in %d", n, r.Histories[i]))
+		}
+		cells = append(cells, fmt.Sprintf("%d of %d", r.Caught, r.Rows), strings.Join(waits, " / "), strings.Join(r.ClaimCost, "; "))
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+}
+
+// MatrixProblems lists what did not hold, one item per server and result.
+func MatrixProblems(rows []MatrixRow) []string {
+	var out []string
+	for _, r := range rows {
+		switch {
+		case r.Err != "":
+			out = append(out, r.Server+": "+r.Err)
+			continue
+		case r.Walkthrough != "held":
+			out = append(out, r.Server+": walkthrough "+r.Walkthrough)
+		}
+		for i, v := range r.Verdicts {
+			if v != VerdictHeld {
+				out = append(out, fmt.Sprintf("%s: %s %s", r.Server, sut.Builtins()[i], v))
+			}
+		}
+		if r.Caught != r.Rows {
+			out = append(out, fmt.Sprintf("%s: %d of %d mutant rows caught", r.Server, r.Caught, r.Rows))
+		}
+	}
+	return out
+}
+
+// WriteFile writes data to path, creating its folder.
+func WriteFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
