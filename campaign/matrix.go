@@ -40,7 +40,7 @@ type MatrixRow struct {
 	Caught   int // kill-table rows caught
 	Rows     int // kill-table rows
 	// Waits are the stress-mode claims seen waiting behind the chaos locker's row lock, per
-	// built-in queue, and the stress histories those campaigns ran.
+	// built-in queue, and the stress rounds those campaigns ran.
 	Waits     []int64
 	Histories []int64
 	// ClaimCost is, per built-in queue, buffers and ms per claim at DoneRows done rows.
@@ -116,9 +116,9 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 		}
 		row.Verdicts = append(row.Verdicts, v)
 		row.Waits = append(row.Waits, rep.Counts.ClaimWaits)
-		row.Histories = append(row.Histories, rep.Histories)
+		row.Histories = append(row.Histories, rep.Counts.StressRounds)
 		row.ClaimCost = append(row.ClaimCost, costAt(rep, cfg.DoneRows))
-		logf("%s %s (%d stress claim waits over %d histories; claim cost %s)", name, v, rep.Counts.ClaimWaits, rep.Histories, row.ClaimCost[len(row.ClaimCost)-1])
+		logf("%s %s (%d claim waits in %d stress rounds; claim cost %s)", name, v, rep.Counts.ClaimWaits, rep.Counts.StressRounds, row.ClaimCost[len(row.ClaimCost)-1])
 	}
 
 	kt, err := HuntMutants(ctx, KillConfig{Server: srv, Mutants: cfg.Mutants, Budget: cfg.Budget, Seed: cfg.Seed})
@@ -160,7 +160,7 @@ func PrintMatrix(w io.Writer, rows []MatrixRow, doneRows int) {
 	for _, q := range queues {
 		head = append(head, q)
 	}
-	head = append(head, "mutants caught", "stress claim waits ("+strings.Join(queues, " / ")+")",
+	head = append(head, "mutants caught", "claim waits in stress rounds ("+strings.Join(queues, " / ")+")",
 		fmt.Sprintf("claim cost at %s done rows, buffers / ms (%s)", Thousands(int64(doneRows)), strings.Join(queues, "; ")))
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 	for _, r := range rows {

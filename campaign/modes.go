@@ -172,6 +172,7 @@ func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	if o != nil {
 		h.w.Tally.AddHistories(1)
 		h.w.Tally.AddOps(o.Ops)
+		o.Counts.StressRounds = 1
 		h.w.Tally.AddCounts(o.Counts)
 	}
 	if err != nil || o.Finding == nil {

@@ -34,6 +34,8 @@ type Counts struct {
 	Unknown    int64 `json:"unknown,omitempty"`     // operations whose outcome never came back
 	Aborted    int64 `json:"aborted,omitempty"`     // operations rolled back with their transaction
 	ClaimWaits int64 `json:"claim_waits,omitempty"` // claims seen waiting behind an injected row lock (observations)
+	// StressRounds is how many stress runs the claim waits were observed over.
+	StressRounds int64 `json:"stress_rounds,omitempty"`
 }
 
 func (c Counts) String() string {
@@ -72,6 +74,7 @@ func (c *Counts) Add(o Counts) {
 	c.Unknown += o.Unknown
 	c.Aborted += o.Aborted
 	c.ClaimWaits += o.ClaimWaits
+	c.StressRounds += o.StressRounds
 }
 
 // answers is what the queue answered during one operation, for Counts.
