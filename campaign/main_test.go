@@ -5,10 +5,15 @@ import (
 	"os"
 	"testing"
 
+	"pgqcheck/internal/testflags"
 	"pgqcheck/sut/pgserver"
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(pgserver.Main(m))
+	// Campaigns here hunt mutants: the report folders of their expected failures go with the tests.
+	remove := testflags.ScratchTemp()
+	code := pgserver.Main(m)
+	remove()
+	os.Exit(code)
 }

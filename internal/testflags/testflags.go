@@ -57,3 +57,24 @@ func Force(tb testing.TB, name, value string) (restore func()) {
 	}
 	return func() { _ = f.Value.Set(old) }
 }
+
+// ScratchTemp points TMPDIR at a fresh folder for the rest of the process and returns the
+// function that removes it. It is for packages whose tests fail on purpose (mutants, replays of
+// failing cases): the report folders such failures write for a reader are theirs alone, and go
+// when the tests end.
+func ScratchTemp() (remove func()) {
+	dir, err := os.MkdirTemp("", "pgqcheck-test-")
+	if err != nil {
+		return func() {}
+	}
+	old, had := os.LookupEnv("TMPDIR")
+	_ = os.Setenv("TMPDIR", dir)
+	return func() {
+		if had {
+			_ = os.Setenv("TMPDIR", old)
+		} else {
+			_ = os.Unsetenv("TMPDIR")
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
