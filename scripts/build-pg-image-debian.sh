@@ -198,6 +198,9 @@ rm -rf --one-file-system \
 	"$root"/usr/lib/*-linux-gnu/perl "$root"/usr/share/perl \
 	"$root$PG_HOME"/lib/bitcode "$root$PG_HOME"/lib/llvmjit* \
 	"$root"/etc/postgresql/"$MAJOR" "$root"/var/lib/postgresql/"$MAJOR"
+# The LLVM JIT's libraries (postgresql-17 pulls in libLLVM, ~125 MB, and
+# libz3); without llvmjit.so the server runs without JIT.
+rm -f "$root"/usr/lib/*-linux-gnu/libLLVM* "$root"/usr/lib/*-linux-gnu/libz3.so*
 find "$root/usr/lib/locale" -mindepth 1 -maxdepth 1 ! -name 'C.*' -exec rm -rf {} + 2>/dev/null || true
 # Device nodes come from the container runtime.
 find "$root/dev" -mindepth 1 -delete 2>/dev/null || true
@@ -233,6 +236,13 @@ chown "$PG_UID:$PG_UID" "$root/var/lib/postgresql" "$root/var/lib/postgresql/dat
 chmod 700 "$root/var/lib/postgresql/data"
 chmod 2775 "$root/var/run/postgresql"
 install -m 0755 "$ENTRYPOINT" "$root/entrypoint.sh"
+
+# Every program and module of the server must still find its libraries.
+chroot "$root" ldd "$PG_HOME/bin/postgres" >/dev/null 2>&1 || die "ldd does not run in the $SUITE tree"
+missing="$(chroot "$root" /bin/sh -c 'for f in '"$PG_HOME"'/bin/* '"$PG_HOME"'/lib/*.so; do
+	ldd "$f" 2>/dev/null | grep "not found" | sed "s|^|$f: |"
+done' | tr -s ' \t\n' ' ')"
+[ -z "$missing" ] || die "trimming removed libraries the server needs: $missing"
 
 size_after="$(du -sxm "$root" | cut -f1)"
 version="$(chroot --userspec="$PG_UID:$PG_UID" "$root" "$PG_HOME/bin/postgres" --version)" ||
