@@ -1,5 +1,6 @@
 #!/bin/sh
-# Entrypoint of the image built by scripts/build-pg-image.sh (pgqcheck/postgres:15).
+# Entrypoint of the images built by scripts/build-pg-image.sh (pgqcheck/postgres:15 from the
+# host's binaries; pgqcheck/postgres:18.6 and :17 with --from-debian).
 #
 # A subset of the official postgres image's contract, enough for
 # testcontainers-go's postgres module:

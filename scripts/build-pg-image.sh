@@ -3,6 +3,11 @@
 # PostgreSQL binaries, without pulling anything from any registry.
 #
 #   bash scripts/build-pg-image.sh [TAG]        (run as root)
+#   bash scripts/build-pg-image.sh --from-debian VERSION [TAG]
+#
+# --from-debian builds from Debian's archive instead (18.6 or 17, see
+# scripts/build-pg-image-debian.sh); the rest of this comment is about the
+# host's binaries.
 #
 # TAG defaults to $PGQCHECK_IMAGE, else pgqcheck/postgres:$PG_MAJOR.
 # PG_MAJOR (default 15) picks /usr/lib/postgresql/$PG_MAJOR.
@@ -16,6 +21,11 @@
 # docker/entrypoint.sh as /entrypoint.sh. It is then imported with
 # `docker import`. Use it with: PGQCHECK_PG=docker PGQCHECK_IMAGE=<TAG>.
 set -euo pipefail
+
+if [ "${1:-}" = --from-debian ]; then
+	shift
+	exec bash "$(dirname "${BASH_SOURCE[0]}")/build-pg-image-debian.sh" "$@"
+fi
 
 die() {
 	echo "build-pg-image: $*" >&2

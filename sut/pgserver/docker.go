@@ -134,42 +134,78 @@ func imagePresent(ctx context.Context, c client.APIClient, image string) (bool, 
 	return true, pgdata, nil
 }
 
-// dockerUsable says why auto cannot use docker ("" if it can).
-func dockerUsable(ctx context.Context, image string) string {
+// resolveImage returns the image to run: image itself if it is present, or,
+// for image "" (PGQCHECK_IMAGE unset), the first of DefaultImages present.
+// When there is none it returns "" and why, in words that name the build
+// command.
+func resolveImage(ctx context.Context, c client.APIClient, image string) (string, string, error) {
+	candidates := []string{image}
+	if image == "" {
+		candidates = DefaultImages
+	}
+	for _, im := range candidates {
+		ok, pgdata, err := imagePresent(ctx, c, im)
+		if err != nil {
+			return "", "", errorf("cannot inspect image %s (%s)", im, rootCause(err))
+		}
+		if ok {
+			return im, pgdata, nil
+		}
+	}
+	return "", "", nil
+}
+
+// dockerUsable says why auto cannot use docker ("" if it can), and the
+// image it would run.
+func dockerUsable(ctx context.Context, image string) (string, string) {
 	p, err := dockerProvider(ctx)
 	if err != nil {
-		return "no engine answers (" + rootCause(err) + ")"
+		return "", "no engine answers (" + rootCause(err) + ")"
 	}
 	defer p.Close()
-	ok, _, err := imagePresent(ctx, p.Client(), image)
+	im, _, err := resolveImage(ctx, p.Client(), image)
 	if err != nil {
-		return "cannot inspect image " + image + " (" + rootCause(err) + ")"
+		return "", strings.TrimPrefix(err.Error(), "pgqcheck: ")
 	}
-	if !ok {
-		return "image " + image + " is not present"
+	if im == "" {
+		if image == "" {
+			return "", "neither " + strings.Join(DefaultImages, " nor ") + " is present"
+		}
+		return "", "image " + image + " is not present"
 	}
-	return ""
+	return im, ""
 }
 
+// imageMissingError says that image ("" = the default images) is not
+// present, and how to build it.
 func imageMissingError(image string) error {
-	return errorf("image %s is not present and no registry is reachable; build one with scripts/build-pg-image.sh (PGQCHECK_IMAGE=pgqcheck/postgres:15) or use PGQCHECK_PG=local", image)
+	if image == "" {
+		return errorf("PGQCHECK_PG=docker but neither %s is present and nothing is pulled; build one with: %s (or set PGQCHECK_IMAGE to a local image, or use PGQCHECK_PG=local)",
+			strings.Join(DefaultImages, " nor "), BuildCommand(BuiltImage))
+	}
+	if cmd := BuildCommand(image); cmd != "" {
+		return errorf("image %s is not present and nothing is pulled; build it with: %s (or use PGQCHECK_PG=local)", image, cmd)
+	}
+	return errorf("image %s is not present and nothing is pulled; load or build it first, e.g. %s builds %s (or use PGQCHECK_PG=local)", image, BuildCommand(BuiltImage), BuiltImage)
 }
 
-// startDocker runs image through testcontainers' postgres module. It never
-// pulls: a missing image is an error at once.
+// startDocker runs image ("" = the first of DefaultImages present) through
+// testcontainers' postgres module. It never pulls: a missing image is an
+// error at once.
 func startDocker(ctx context.Context, image string) (*Server, error) {
 	p, err := dockerProvider(ctx)
 	if err != nil {
 		return nil, errorf("PGQCHECK_PG=docker but no Docker engine answers (%s); start Docker or use PGQCHECK_PG=local", rootCause(err))
 	}
 	defer p.Close()
-	present, pgdata, err := imagePresent(ctx, p.Client(), image)
+	resolved, pgdata, err := resolveImage(ctx, p.Client(), image)
 	if err != nil {
-		return nil, errorf("cannot inspect image %s (%s)", image, rootCause(err))
+		return nil, err
 	}
-	if !present {
+	if resolved == "" {
 		return nil, imageMissingError(image)
 	}
+	image = resolved
 	sweepStaleContainers(ctx, p.Client())
 	if pgdata == "" {
 		pgdata = "/var/lib/postgresql/data"

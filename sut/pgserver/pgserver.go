@@ -4,8 +4,9 @@
 //
 //   - dsn: an existing server named by PGQCHECK_DSN. Only databases created
 //     through CreateDatabase are touched, and they are dropped in Close.
-//   - docker: a container started by testcontainers-go from PGQCHECK_IMAGE.
-//     The image must already be present; nothing is pulled.
+//   - docker: a container started by testcontainers-go from PGQCHECK_IMAGE,
+//     by default postgres:18.6, else pgqcheck/postgres:18.6 (see
+//     DefaultImages). The image must already be present; nothing is pulled.
 //   - local: an ephemeral cluster (initdb + postgres in a temp dir, unix
 //     socket only, fsync off) from the PostgreSQL binaries on the machine.
 //
@@ -42,9 +43,32 @@ const (
 	BackendLocal  Backend = "local"
 )
 
-// DefaultImage is the image used by the docker backend when PGQCHECK_IMAGE is
-// not set.
+// DefaultImage is the official image of the seed's PostgreSQL version, the
+// docker backend's first choice when PGQCHECK_IMAGE is not set.
 const DefaultImage = "postgres:18.6"
+
+// BuiltImage is the image scripts/build-pg-image.sh builds for the seed's
+// version from Debian's archive, the second choice.
+const BuiltImage = "pgqcheck/postgres:18.6"
+
+// DefaultImages are the images the docker backend looks for, in order, when
+// PGQCHECK_IMAGE is not set; the first one present locally is used. A
+// variable so that tests can make the lookup find nothing.
+var DefaultImages = []string{DefaultImage, BuiltImage}
+
+// BuildCommand returns the command that builds image, for images
+// scripts/build-pg-image.sh knows how to build ("" for any other).
+func BuildCommand(image string) string {
+	switch image {
+	case DefaultImage, BuiltImage:
+		return "bash scripts/build-pg-image.sh --from-debian 18.6"
+	case "pgqcheck/postgres:17":
+		return "bash scripts/build-pg-image.sh --from-debian 17"
+	case "pgqcheck/postgres:15":
+		return "bash scripts/build-pg-image.sh"
+	}
+	return ""
+}
 
 // Environment variables read by OptionsFromEnv.
 const (
@@ -57,7 +81,7 @@ const (
 type Options struct {
 	Kind  string    // "auto" (default when ""), "dsn", "docker", "local"; from PGQCHECK_PG
 	DSN   string    // PGQCHECK_DSN
-	Image string    // PGQCHECK_IMAGE, default "postgres:18.6"
+	Image string    // PGQCHECK_IMAGE; "" = the first of DefaultImages present
 	Log   io.Writer // where the one-line banner goes; nil = os.Stderr
 }
 
@@ -145,9 +169,6 @@ func oneLine(s string) string {
 // The caller must Close it.
 func Start(ctx context.Context, o Options) (*Server, error) {
 	kind := strings.ToLower(strings.TrimSpace(o.Kind))
-	if o.Image == "" {
-		o.Image = DefaultImage
-	}
 	var (
 		s   *Server
 		err error
@@ -185,16 +206,16 @@ func startAuto(ctx context.Context, o Options) (*Server, error) {
 	if o.DSN != "" {
 		return startDSN(ctx, o.DSN)
 	}
-	dockerWhy := dockerUsable(ctx, o.Image)
+	image, dockerWhy := dockerUsable(ctx, o.Image)
 	if dockerWhy == "" {
-		return startDocker(ctx, o.Image)
+		return startDocker(ctx, image)
 	}
 	bins, localWhy := findBinaries()
 	if localWhy == "" {
 		return startLocalWith(ctx, bins)
 	}
 	return nil, errorf("no Postgres available: set PGQCHECK_DSN=postgres://... (dsn), "+
-		"build a local image with scripts/build-pg-image.sh and set PGQCHECK_IMAGE (docker), "+
+		"build an image with "+BuildCommand(BuiltImage)+" (docker), "+
 		"or install PostgreSQL server binaries (local) [docker: %s; local: %s]", dockerWhy, localWhy)
 }
 

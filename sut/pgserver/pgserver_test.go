@@ -326,17 +326,67 @@ func TestBadInput(t *testing.T) {
 			t.Logf("no Docker engine here: %v", err)
 			return
 		}
-		checkOneLineError(t, err, "image pgqcheck/surely-not-present:0.0.0 is not present and no registry is reachable; build one with scripts/build-pg-image.sh")
+		checkOneLineError(t, err, "image pgqcheck/surely-not-present:0.0.0 is not present and nothing is pulled; load or build it first, e.g. bash scripts/build-pg-image.sh --from-debian 18.6 builds pgqcheck/postgres:18.6")
 		t.Log(err)
+	})
+	t.Run("docker default image missing", func(t *testing.T) {
+		withDefaultImages(t, "pgqcheck/surely-not-present:18.6", "pgqcheck/surely-not-present-either:18.6")
+		begin := time.Now()
+		_, err := Start(ctx, Options{Kind: "docker", Log: io.Discard})
+		if d := time.Since(begin); d > 10*time.Second {
+			t.Errorf("took %s", d)
+		}
+		if err != nil && strings.Contains(err.Error(), "no Docker engine answers") {
+			t.Skipf("no Docker engine here: %v", err)
+		}
+		checkOneLineError(t, err, "PGQCHECK_PG=docker but neither pgqcheck/surely-not-present:18.6 nor pgqcheck/surely-not-present-either:18.6 is present and nothing is pulled; build one with: bash scripts/build-pg-image.sh --from-debian 18.6 (")
+		t.Log(err)
+	})
+	t.Run("auto without default image falls through to local", func(t *testing.T) {
+		needLocal(t)
+		withDefaultImages(t, "pgqcheck/surely-not-present:18.6")
+		var banner strings.Builder
+		s, err := Start(ctx, Options{Kind: "auto", Log: &banner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if s.Backend != BackendLocal || !strings.HasPrefix(banner.String(), "pgqcheck: backend=local server=PostgreSQL ") {
+			t.Errorf("backend %s, banner %q", s.Backend, banner.String())
+		}
 	})
 }
 
-// TestDockerBackend runs only when PGQCHECK_PG=docker: CI sets it together
-// with PGQCHECK_IMAGE=pgqcheck/postgres:15 after scripts/build-pg-image.sh.
+// withDefaultImages makes the docker backend's default lookup try images
+// for the rest of the test.
+func withDefaultImages(t *testing.T, images ...string) {
+	old := DefaultImages
+	DefaultImages = images
+	t.Cleanup(func() { DefaultImages = old })
+}
+
+func TestBuildCommand(t *testing.T) {
+	for image, want := range map[string]string{
+		"postgres:18.6":          "bash scripts/build-pg-image.sh --from-debian 18.6",
+		"pgqcheck/postgres:18.6": "bash scripts/build-pg-image.sh --from-debian 18.6",
+		"pgqcheck/postgres:17":   "bash scripts/build-pg-image.sh --from-debian 17",
+		"pgqcheck/postgres:15":   "bash scripts/build-pg-image.sh",
+		"example/other:1":        "",
+	} {
+		if got := BuildCommand(image); got != want {
+			t.Errorf("BuildCommand(%q) = %q, want %q", image, got, want)
+		}
+	}
+}
+
+// TestDockerBackend runs only when PGQCHECK_PG=docker: CI runs it with
+// PGQCHECK_IMAGE=pgqcheck/postgres:15 after scripts/build-pg-image.sh, and
+// with PGQCHECK_IMAGE unset (the default lookup) after
+// scripts/build-pg-image.sh --from-debian 18.6.
 func TestDockerBackend(t *testing.T) {
 	o := OptionsFromEnv()
 	if o.Kind != "docker" {
-		t.Skip("PGQCHECK_PG is not docker; run: bash scripts/build-pg-image.sh && PGQCHECK_PG=docker PGQCHECK_IMAGE=pgqcheck/postgres:15 go test -run Docker ./sut/pgserver/")
+		t.Skip("PGQCHECK_PG is not docker; run: bash scripts/build-pg-image.sh --from-debian 18.6 && PGQCHECK_PG=docker go test -run Docker ./sut/pgserver/")
 	}
 	o.Log = io.Discard
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
