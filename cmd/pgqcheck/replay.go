@@ -12,8 +12,9 @@ const replayDetails = `FILE is a saved case: an .ops program (testdata/programs/
 pgqcheck prints them), a FuzzScheduled input (fuzz/testdata/fuzz/FuzzScheduled/*), or a history
 JSON from a report folder. It is judged against the queue that --sql-dir, PGQCHECK_SQL_DIR or
 --queue names (default the built-in seed), not against the queue named in the file's header:
-that is where the case was found. A program runs on a fresh database beside the model; a fuzz
-input replays one scheduled run from its choices; a history is re-checked without Postgres.
+that is where the case was found. A sequential program runs on a fresh database beside the
+model, a scheduled one on concurrent sessions in its interleaving; a fuzz input replays one
+scheduled run from its choices; a history is re-checked without Postgres.
 The verdict and the program with the queue's answers are printed; exit status 1 if a property
 breaks.
 `

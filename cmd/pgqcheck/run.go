@@ -20,8 +20,9 @@ first Ctrl-C stops after the current round and still writes the report; a second
 
 The programs under testdata/programs/found/ are replayed first, against the queue judged here.
 Every failure is saved as a case that stands alone, and the summary prints how to replay it:
-sequential as testdata/programs/found/*.ops, scheduled as fuzz/testdata/fuzz/FuzzScheduled/found-*,
-stress as testdata/histories/found-*.json. A concurrent failure also leaves a report folder
+sequential and scheduled programs as testdata/programs/found/*.ops (a scheduled run's choices
+also as fuzz/testdata/fuzz/FuzzScheduled/found-*), stress histories as
+testdata/histories/found-*.json. A concurrent failure also leaves a report folder
 (history, the failing job's timeline) next to the report (JSON and .txt) in --report.
 The same --seed and --workers repeat each worker's sequential and scheduled rounds.
 `
