@@ -39,9 +39,21 @@ func TestPropLeaseTime(t *testing.T) {
 func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 	ctx := context.Background()
 	env := newEnv(t, q)
+	var first string // the first failing run's program, saved before any shrinking
 	prop := func(rt *rapid.T) {
+		returned := false
+		defer func() {
+			// A failure is never lost to a timeout while rapid shrinks it: the first failing
+			// run is saved and printed at once, and replaced by its reduction later.
+			if !returned && first == "" {
+				if f := program.Unreduced(env); f != nil {
+					first = saveFirst(t, f)
+				}
+			}
+		}()
 		program.BeginRun(ctx, rt, env)
 		rt.Repeat(program.StateMachine(ctx, env, realTime))
+		returned = true
 	}
 	if realTime {
 		// Each run may pause 1.5 s a few times: a fifth of the checks, unless the user chose.
@@ -51,22 +63,35 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 	// holds rapid's final replay of its shrunk case.
 	defer func() {
 		if t.Failed() {
-			if f := program.FindingOf(ctx, env, *reduceFor); f != nil {
-				saveFinding(t, f)
+			if f := program.FindingOf(ctx, env, *reduceFor); f != nil && saveFinding(t, f) != first && first != "" {
+				_ = os.Remove(first) // the reduced program replaces it
 			}
 		}
 	}()
 	rapid.Check(t, prop)
 }
 
+// saveFirst saves a failing run's program as soon as it is found, before shrinking, and says
+// where: the case survives whatever happens to the rest of the test.
+func saveFirst(t *testing.T, f *program.Finding) string {
+	path, _, err := corpus.Save(".", f, t.Name())
+	if err != nil {
+		t.Logf("found %s; could not save the program: %v", f.Verdict(), err)
+		return ""
+	}
+	t.Logf("found %s in %d operations; saved as %s before shrinking", f.Verdict(), len(f.Program.Ops), path)
+	return path
+}
+
 // saveFinding logs a finding and saves its program where TestPropPrograms replays it on every
-// `go test`: the regression corpus. A replay of a failure already saved adds nothing.
-func saveFinding(t *testing.T, f *program.Finding) {
+// `go test`: the regression corpus. A replay of a failure already saved adds nothing. It
+// returns the file that holds it.
+func saveFinding(t *testing.T, f *program.Finding) string {
 	t.Logf("reduced to %d operations:\n%s", len(f.Program.Ops), f)
 	path, fresh, err := corpus.Save(".", f, t.Name())
 	if err != nil {
 		t.Logf("could not save the program: %v", err)
-		return
+		return ""
 	}
 	replay := "go test -run PropPrograms ."
 	if dir := os.Getenv(sut.EnvSQLDir); dir != "" {
@@ -77,6 +102,7 @@ func saveFinding(t *testing.T, f *program.Finding) {
 		verb = "already saved as"
 	}
 	t.Logf("%s %s; it replays with: %s (or pgqcheck replay %s)", verb, path, replay, path)
+	return path
 }
 
 func newEnv(t testing.TB, q *sut.Queue) *program.Env {

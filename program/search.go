@@ -64,6 +64,18 @@ func Search(ctx context.Context, env *Env, name string, realTime bool, reduce ti
 	return nil, fmt.Errorf("harness: %s", OneLine(out))
 }
 
+// Unreduced is the failing run env holds, as it ran: nil when it broke no property.
+func Unreduced(env *Env) *Finding {
+	var v *model.Violation
+	if !errors.As(env.Last, &v) {
+		return nil
+	}
+	p := &Program{Header: map[string]string{}, Ops: env.Executed()}
+	p.SetVerdict(v)
+	return &Finding{Violation: v, Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: Sequential,
+		Program: p, Trace: env.Program(), Model: fmt.Sprint(env.Model.Snapshot(env.Now))}
+}
+
 // RunOutside runs body as a test would run outside `go test`, and returns what it logged and
 // whether it failed.
 func RunOutside(name string, body func(rapid.TB)) (output string, failed bool) {
