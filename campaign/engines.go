@@ -274,7 +274,15 @@ func (e *schedEngine) Close() { e.s.Close() }
 // the failing run's program is reduced (the one reducer) when shrink is set, and returned as a
 // finding whose program replays it.
 func (e *schedEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally, shrink bool) (*Finding, searchStats, error) {
-	out, st := checkRapid(e.name, rs, tally, func(t *rapid.T, _ func() bool) { e.s.Property(t) })
+	out, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
+		defer func() {
+			if !failed() { // shrinking runs repeat what was counted
+				tally.AddOps(e.s.Counts.Ops)
+				tally.AddCounts(e.s.Counts)
+			}
+		}()
+		e.s.Property(t)
+	})
 	tally.AddHistories(int64(st.Checks))
 	if !st.Failed {
 		return nil, st, nil

@@ -68,6 +68,8 @@ type Scheduler struct {
 	lastMarks []mark
 	// trace is the last run's interleaving with the queue's answers, held or not.
 	trace string
+	// Counts is what the last run's history exercised.
+	Counts program.Counts
 }
 
 // Trace is the last run's interleaving with the queue's answers, whether it held or failed.
@@ -163,7 +165,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 		n = len(d.lengths)
 	}
 	r := &srun{s: s, t: t, c: c, rec: NewRecorder(true), sessions: n}
-	s.last = nil
+	s.last, s.Counts = nil, program.Counts{}
 	defer r.abandon()
 	if err := r.start(n); err != nil {
 		t.Fatalf("harness: %v", err)
@@ -197,6 +199,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 	h.Drained = true
 	h.Program = r.listing()
 	s.trace = h.Program
+	s.Counts = CountOps(h)
 	v := Check(h, s.cfg.CheckTimeout)
 	if s.cfg.Trace != nil {
 		fmt.Fprintf(s.cfg.Trace, "%s%s\n\n", h.Program, v)
