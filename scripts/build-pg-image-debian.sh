@@ -29,6 +29,8 @@ die() {
 	echo "build-pg-image: $*" >&2
 	exit 1
 }
+# shellcheck source=scripts/image-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/image-lib.sh"
 
 VERSION="${1:-}"
 [ -n "$VERSION" ] || die "usage: bash scripts/build-pg-image.sh --from-debian VERSION [TAG] (VERSION: 18.6 or 17)"
@@ -51,28 +53,14 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ENTRYPOINT="$REPO/docker/entrypoint.sh"
 PG_UID=999
 
-case "$TAG" in
-postgres:* | library/postgres:* | docker.io/postgres:* | docker.io/library/postgres:*)
-	die "refusing to tag an image built here as the official $TAG; pick another tag, e.g. pgqcheck/postgres:$VERSION"
-	;;
-esac
+refuse_official_tag "$TAG" "pgqcheck/postgres:$VERSION"
 [ "$(id -u)" = 0 ] || die "run me as root (debootstrap and the image's file owners need it)"
 [ -f "$ENTRYPOINT" ] || die "$ENTRYPOINT not found"
-command -v docker >/dev/null || die "docker CLI not found"
-docker info >/dev/null 2>&1 || die "no Docker engine answers (docker info failed); start Docker first"
+need_docker
 
 arch="$(dpkg --print-architecture 2>/dev/null || uname -m)"
-build_id="$({
-	echo "$VERSION $SUITE $PACKAGE $arch"
-	cat "$ENTRYPOINT" "${BASH_SOURCE[0]}"
-} | sha256sum | cut -c1-16)"
-
-existing="$(docker image inspect -f '{{ index .Config.Labels "pgqcheck.build" }}' "$TAG" 2>/dev/null || true)"
-if [ "$existing" = "$build_id" ] && [ -z "${FORCE:-}" ]; then
-	echo "build-pg-image: $TAG is up to date ($(docker image inspect -f '{{ index .Config.Labels "pgqcheck.postgres" }}' "$TAG"))"
-	exit 0
-fi
-old_id="$(docker image inspect -f '{{.Id}}' "$TAG" 2>/dev/null || true)"
+id="$(build_id "$VERSION $SUITE $PACKAGE $arch")"
+exit_if_up_to_date "$TAG" "$id"
 
 # debootstrap: install it when missing (Debian's package of that name).
 if ! command -v debootstrap >/dev/null; then
@@ -248,46 +236,7 @@ size_after="$(du -sxm "$root" | cut -f1)"
 version="$(chroot --userspec="$PG_UID:$PG_UID" "$root" "$PG_HOME/bin/postgres" --version)" ||
 	die "$PG_HOME/bin/postgres does not run as uid $PG_UID in the $SUITE tree"
 
-tar --numeric-owner -C "$root" -cf - . |
-	docker import \
-		--change 'USER postgres' \
-		--change 'WORKDIR /var/lib/postgresql' \
-		--change "ENV PATH=$PG_HOME/bin:/usr/local/bin:/usr/bin:/bin" \
-		--change 'ENV PGDATA=/var/lib/postgresql/data' \
-		--change 'ENV LANG=C' \
-		--change 'ENV TZ=UTC' \
-		--change 'ENTRYPOINT ["/entrypoint.sh"]' \
-		--change 'CMD ["postgres"]' \
-		--change 'EXPOSE 5432' \
-		--change "LABEL pgqcheck.build=$build_id" \
-		--change "LABEL pgqcheck.postgres=\"$version\"" \
-		--change "LABEL pgqcheck.debian=\"$SUITE $PACKAGE $pkg_version\"" \
-		- "$TAG" >/dev/null || die "docker import of $TAG failed"
-new_id="$(docker image inspect -f '{{.Id}}' "$TAG")"
+import_root "$root" "$TAG" "$PG_HOME" "$id" "$version" "pgqcheck.debian=\"$SUITE $PACKAGE $pkg_version\""
 echo "build-pg-image: built $TAG ($version, Debian $SUITE $PACKAGE $pkg_version; rootfs ${size_before} MB before trimming, ${size_after} MB after)"
-
-if [ -z "${SKIP_SMOKE:-}" ]; then
-	name="pgqcheck-image-smoke-$$"
-	ok=
-	if docker run -d --rm --name "$name" -e POSTGRES_PASSWORD=postgres -e POSTGRES_DB=smoke \
-		"$TAG" postgres -c fsync=off >/dev/null; then
-		for _ in $(seq 1 300); do
-			if docker exec "$name" pg_isready -q -h 127.0.0.1 -d smoke 2>/dev/null; then
-				ok=1
-				break
-			fi
-			sleep 0.1
-		done
-	fi
-	if [ -z "$ok" ]; then
-		log="$(docker logs "$name" 2>&1 | tail -n 3 | tr '\n' ' ' || true)"
-		docker rm -f "$name" >/dev/null 2>&1 || true
-		docker rmi "$new_id" >/dev/null 2>&1 || true
-		die "the new image $TAG did not accept connections within 30 s, removed it (log: ${log% })"
-	fi
-	docker rm -f "$name" >/dev/null
-	echo "build-pg-image: $TAG starts and accepts connections"
-fi
-if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
-	docker rmi "$old_id" >/dev/null 2>&1 || true # still used by a container: keep it
-fi
+smoke_test "$TAG"
+drop_replaced "$TAG"

@@ -31,6 +31,8 @@ die() {
 	echo "build-pg-image: $*" >&2
 	exit 1
 }
+# shellcheck source=scripts/image-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/image-lib.sh"
 
 PG_MAJOR="${PG_MAJOR:-15}"
 TAG="${1:-${PGQCHECK_IMAGE:-pgqcheck/postgres:$PG_MAJOR}}"
@@ -40,11 +42,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ENTRYPOINT="$REPO/docker/entrypoint.sh"
 PG_UID=999
 
-case "$TAG" in
-postgres:* | library/postgres:* | docker.io/postgres:* | docker.io/library/postgres:*)
-	die "refusing to tag an image built from this machine's PostgreSQL $PG_MAJOR as the official $TAG; pick another tag, e.g. pgqcheck/postgres:$PG_MAJOR"
-	;;
-esac
+refuse_official_tag "$TAG" "pgqcheck/postgres:$PG_MAJOR"
 [ "$(id -u)" = 0 ] || die "run me as root (the image's files must belong to uid $PG_UID)"
 for b in postgres initdb pg_isready; do
 	[ -x "$PG_HOME/bin/$b" ] || die "$PG_HOME/bin/$b not found: PostgreSQL $PG_MAJOR server binaries are missing; install them first (Debian: apt-get install -y postgresql-$PG_MAJOR) or set PG_MAJOR"
@@ -52,21 +50,11 @@ done
 [ -d "$PG_SHARE" ] || die "$PG_SHARE not found: PostgreSQL $PG_MAJOR is incompletely installed"
 [ -f "$ENTRYPOINT" ] || die "$ENTRYPOINT not found"
 command -v ldd >/dev/null || die "ldd not found (Debian: apt-get install -y libc-bin)"
-command -v docker >/dev/null || die "docker CLI not found"
-docker info >/dev/null 2>&1 || die "no Docker engine answers (docker info failed); start Docker first"
+need_docker
 
 version="$("$PG_HOME/bin/postgres" --version)"
-build_id="$({
-	echo "$version"
-	cat "$ENTRYPOINT" "${BASH_SOURCE[0]}"
-} | sha256sum | cut -c1-16)"
-
-existing="$(docker image inspect -f '{{ index .Config.Labels "pgqcheck.build" }}' "$TAG" 2>/dev/null || true)"
-if [ "$existing" = "$build_id" ] && [ -z "${FORCE:-}" ]; then
-	echo "build-pg-image: $TAG is up to date ($version)"
-	exit 0
-fi
-old_id="$(docker image inspect -f '{{.Id}}' "$TAG" 2>/dev/null || true)"
+id="$(build_id "$version")"
+exit_if_up_to_date "$TAG" "$id"
 
 work="$(mktemp -d /tmp/pgqcheck-image.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -137,44 +125,7 @@ chmod 2775 "$root/var/run/postgresql"
 install -m 0755 "$ENTRYPOINT" "$root/entrypoint.sh"
 
 size="$(du -sh "$root" | cut -f1)"
-tar --numeric-owner -C "$root" -cf - . |
-	docker import \
-		--change 'USER postgres' \
-		--change 'WORKDIR /var/lib/postgresql' \
-		--change "ENV PATH=$PG_HOME/bin:/usr/bin:/bin" \
-		--change 'ENV PGDATA=/var/lib/postgresql/data' \
-		--change 'ENV LANG=C' \
-		--change 'ENV TZ=UTC' \
-		--change 'ENTRYPOINT ["/entrypoint.sh"]' \
-		--change 'CMD ["postgres"]' \
-		--change 'EXPOSE 5432' \
-		--change "LABEL pgqcheck.build=$build_id" \
-		--change "LABEL pgqcheck.postgres=\"$version\"" \
-		- "$TAG" >/dev/null
-
-new_id="$(docker image inspect -f '{{.Id}}' "$TAG")"
-if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
-	docker rmi "$old_id" >/dev/null 2>&1 || true # still used by a container: keep it
-fi
+import_root "$root" "$TAG" "$PG_HOME" "$id" "$version"
 echo "build-pg-image: built $TAG ($version, rootfs $size)"
-
-if [ -z "${SKIP_SMOKE:-}" ]; then
-	name="pgqcheck-image-smoke-$$"
-	docker run -d --rm --name "$name" -e POSTGRES_PASSWORD=postgres -e POSTGRES_DB=smoke \
-		"$TAG" postgres -c fsync=off >/dev/null
-	ok=
-	for _ in $(seq 1 150); do
-		if docker exec "$name" pg_isready -q -h 127.0.0.1 -d smoke 2>/dev/null; then
-			ok=1
-			break
-		fi
-		sleep 0.1
-	done
-	if [ -z "$ok" ]; then
-		docker logs "$name" >&2 2>&1 || true
-		docker rm -f "$name" >/dev/null 2>&1 || true
-		die "the new image $TAG did not accept connections within 15 s (log above)"
-	fi
-	docker rm -f "$name" >/dev/null
-	echo "build-pg-image: $TAG starts and accepts connections"
-fi
+smoke_test "$TAG"
+drop_replaced "$TAG"
