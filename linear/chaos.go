@@ -49,24 +49,24 @@ func (ch *chaos) loop() {
 	r := ch.r
 	for !r.stopped() {
 		time.Sleep(time.Duration(300+ch.rng.IntN(1200)) * time.Microsecond)
-		switch x := ch.rng.IntN(1000); {
-		case x < 450:
+		switch draw(ch.rng, ChaosWeights) {
+		case "expire":
 			ch.expire()
-		case x < 600:
+		case "lock":
 			if ch.locker != nil {
 				ch.lock()
 			} else {
 				ch.expire()
 			}
-		case x < 620:
+		case "cancel":
 			if w := ch.anyWorker(); w != nil {
 				ch.cancel(w)
 			}
-		case x < 625:
+		case "terminate":
 			if w := ch.anyWorker(); w != nil {
 				ch.terminate(w)
 			}
-		case x < 635:
+		case "snapshot":
 			ch.snapshot()
 		}
 	}
@@ -199,12 +199,12 @@ func (ch *chaos) waitingBehind(ctx context.Context, pid uint32) []blocked {
 func (ch *chaos) release(ctx context.Context, id int64) {
 	r, l := ch.r, ch.locker
 	name := l.c.Name
-	switch x := ch.rng.IntN(100); {
-	case x < 40:
+	switch draw(ch.rng, ReleaseWeights) {
+	case "commit":
 		l.Do(ctx, program.Commit{S: name})
-	case x < 70:
+	case "rollback":
 		l.Do(ctx, program.Rollback{S: name})
-	case x < 85:
+	case "cancel":
 		r.rec.Fault("cancel", l.c.label())
 		call := l.c.Now()
 		if err := program.CancelIdle(ctx, r.in, l.c.Session()); err != nil {
@@ -215,7 +215,7 @@ func (ch *chaos) release(ctx context.Context, id int64) {
 			l.c.Ended(call)
 		}
 		l.s.InTxn, l.s.Locks = false, nil
-	default:
+	case "terminate":
 		r.rec.Fault("terminate", l.c.label())
 		_ = r.in.Terminate(ctx, l.c.PID())
 		l.c.Lost()

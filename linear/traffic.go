@@ -11,6 +11,18 @@ import (
 	"pgqcheck/sut"
 )
 
+// Stress traffic's mix, as configuration (weights are relative): what a worker does with a job
+// it claimed ("keep" holds the token and claims again); what the chaos goroutine does each
+// turn ("rest" does nothing); how the chaos locker's transaction ends.
+var (
+	AfterClaimWeights = program.Weights{"complete": 85, "crash": 5, "complete older": 7, "keep": 3}
+	ChaosWeights      = program.Weights{"expire": 450, "lock": 150, "cancel": 20, "terminate": 5, "snapshot": 10, "rest": 365}
+	ReleaseWeights    = program.Weights{"commit": 40, "rollback": 30, "cancel": 15, "terminate": 15}
+)
+
+// draw picks a kind from weights.
+func draw(rng *rand.Rand, w program.Weights) string { return w.At(rng.IntN(w.Total())) }
+
 // token is what a claim hands a worker.
 type token = program.Token
 
@@ -169,12 +181,12 @@ func (r *run) work(w *worker) {
 			time.Sleep(d)
 			w.paused.Store(nil)
 		}
-		switch x := w.rng.IntN(100); {
-		case x < 85:
+		switch draw(w.rng, AfterClaimWeights) {
+		case "complete":
 			w.one(ctx, program.Complete{S: name})
-		case x < 90: // crash: forget every token; the jobs wait for an expiry or the drain
+		case "crash": // forget every token; the jobs wait for an expiry or the drain
 			w.Do(ctx, program.Crash{W: name})
-		case x < 97: // a restarted worker presenting an older token
+		case "complete older": // a restarted worker presenting an older token
 			w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(len(w.s.Tokens))})
 		}
 	}

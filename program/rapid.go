@@ -15,6 +15,32 @@ import (
 // and nothing about weights lives in the operations.
 type Weights map[string]int
 
+// Total is the sum of the weights.
+func (w Weights) Total() int {
+	n := 0
+	for _, v := range w {
+		n += v
+	}
+	return n
+}
+
+// At is the kind that x, in [0, Total()), falls on, the kinds laid out in name order, so the
+// same draw always picks the same kind.
+func (w Weights) At(x int) string {
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if x < w[k] {
+			return k
+		}
+		x -= w[k]
+	}
+	return ""
+}
+
 // SequentialWeights is the Prop state machine's mix. The seed's hard case (claim, pause past
 // the lease, reclaim, stale completion) needs claims, pauses and completions to dominate; a
 // drain ends most interesting states. Lock and release apply only to queues with lock.sql;
