@@ -120,7 +120,7 @@ func Sessions(p *program.Program) int {
 			}
 		}
 	}
-	return n
+	return min(n, program.MaxScheduledSessions)
 }
 
 // srun is one run of a scheduled program.

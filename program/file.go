@@ -205,7 +205,47 @@ func Parse(text string) (*Program, error) {
 	default:
 		return nil, fmt.Errorf("mode %q: a program is sequential or scheduled", p.Header[HeaderMode])
 	}
-	return p, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return p, p.checkSessions()
+}
+
+// MaxScheduledSessions bounds a scheduled program's sessions (s0, s1, ...): each is a
+// connection of its own.
+const MaxScheduledSessions = 8
+
+// checkSessions refuses a line whose session the program's world does not have: it would
+// never apply, and the program would silently mean less than it says.
+func (p *Program) checkSessions() error {
+	known := map[string]bool{Reader: true}
+	for i := 0; i < Workers; i++ {
+		known[WorkerName(i)] = true
+	}
+	for i := 0; i < Lockers; i++ {
+		known[LockerName(i)] = true
+	}
+	want := fmt.Sprintf("a sequential program's sessions are %s, w0 to w%d and locker0 to locker%d (a scheduled program says \"# mode: scheduled\")", Reader, Workers-1, Lockers-1)
+	if p.Mode() == Scheduled {
+		n := MaxScheduledSessions
+		if h, err := strconv.Atoi(p.Header[HeaderSessions]); err == nil {
+			n = h
+		}
+		if n < 1 || n > MaxScheduledSessions {
+			return fmt.Errorf("sessions: %s; a scheduled program has 1 to %d", p.Header[HeaderSessions], MaxScheduledSessions)
+		}
+		known = map[string]bool{}
+		for i := 0; i < n; i++ {
+			known[fmt.Sprintf("s%d", i)] = true
+		}
+		want = fmt.Sprintf("this scheduled program's sessions are s0 to s%d", n-1)
+	}
+	for i, op := range p.Ops {
+		if m := sessionWord.FindStringSubmatch(op.String()); m != nil && !known[m[1]] {
+			return fmt.Errorf("operation %d (%q) runs on session %s, but %s", i+1, op, m[1], want)
+		}
+	}
+	return nil
 }
 
 // ReadFile reads a program file.

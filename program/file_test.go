@@ -21,12 +21,19 @@ var examples = []Op{
 
 // Every operation must read back from the line it prints: saved programs are those lines.
 func TestOpsRoundTrip(t *testing.T) {
-	p := &Program{Header: map[string]string{"verdict": "property 1 (fencing): x", HeaderMode: string(Scheduled)}, Ops: examples}
+	for _, op := range examples {
+		got, err := ParseOp(op.String())
+		if err != nil || !reflect.DeepEqual(got, op) {
+			t.Errorf("%q read back as %#v (%v), want %#v", op, got, err, op)
+		}
+	}
+	p := &Program{Header: map[string]string{"verdict": "property 1 (fencing): x", HeaderMode: string(Scheduled), HeaderSessions: "3"},
+		Ops: []Op{Enqueue{S: "s0", N: 1}, ClaimTxn{S: "s2", Complete: true}, Cancel{S: "s1"}}}
 	got, err := Parse(p.Format())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got.Ops, examples) || got.Header["verdict"] != p.Header["verdict"] || got.Mode() != Scheduled {
+	if !reflect.DeepEqual(got.Ops, p.Ops) || got.Header["verdict"] != p.Header["verdict"] || got.Mode() != Scheduled {
 		t.Fatalf("round trip changed the program:\n%s\nvs\n%s", p.Format(), got.Format())
 	}
 	// Every rule of the grammar is exercised by some example, so none can drift unseen.
@@ -57,6 +64,16 @@ func TestParseRefuses(t *testing.T) {
 	}
 	if _, err := Parse("# mode: chaotic\nw0 claim\n"); err == nil {
 		t.Error("an unknown mode parsed")
+	}
+	// A line on a session its program's world lacks would never run: refused up front.
+	for _, text := range []string{"enqueue 1\ns1 claim\n", "# mode: scheduled\nw0 claim\n",
+		"# mode: scheduled\n# sessions: 2\ns2 claim\n", "# mode: scheduled\n# sessions: 9\ns0 claim\n"} {
+		if _, err := Parse(text); err == nil || !strings.Contains(err.Error(), "session") {
+			t.Errorf("%q parsed (%v)", text, err)
+		}
+	}
+	if _, err := Parse("# mode: scheduled\n# sessions: 3\ns2 claim\nenqueue 1\n"); err != nil {
+		t.Errorf("a scheduled program on its own sessions was refused: %v", err)
 	}
 }
 
