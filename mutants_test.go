@@ -17,7 +17,7 @@ import (
 )
 
 // TestMutantPrograms keeps the mutants' part of the corpus whole: every mutant the Prop suite
-// must catch has its shortest program in testdata/programs/mutants/<mutant>.ops, which
+// (or PropLeaseTime, with real-time leases) must catch has its shortest program in testdata/programs/mutants/<mutant>.ops, which
 // TestPropPrograms replays against the mutant (must fail with the property its header names)
 // and against the queues under judgement (must pass). A missing one is found by a search from
 // scratch, shrunk and reduced, and written. (That every mutant is caught at all is TestMutants'
@@ -31,7 +31,10 @@ func TestMutantPrograms(t *testing.T) {
 	restore := testflags.Force(t, "rapid.nofailfile", "true")
 	defer restore()
 	for _, m := range ms {
-		if !m.Expects("Prop") {
+		// The suites whose state machine catches the mutant; with real-time leases for
+		// PropLeaseTime's.
+		realTime := m.Expects("PropLeaseTime")
+		if !m.Expects("Prop") && !realTime {
 			continue
 		}
 		path := filepath.Join(corpus.Dir, "mutants", m.Name+".ops")
@@ -47,7 +50,7 @@ func TestMutantPrograms(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			env := newEnv(t, m.Queue)
 			start := time.Now()
-			f, err := program.Search(context.Background(), env, t.Name(), false, *reduceFor)
+			f, err := program.Search(context.Background(), env, t.Name(), realTime, *reduceFor)
 			switch {
 			case err != nil:
 				t.Fatal(err)

@@ -149,6 +149,8 @@ type seqEngine struct {
 	name string
 	// reduce bounds the reduction of a failure's program after rapid's shrinking.
 	reduce time.Duration
+	// realTime adds claims with real one-second leases (property 8), as TestPropLeaseTime does.
+	realTime bool
 }
 
 func newSeqEngine(ctx context.Context, in *sut.Installed) (*seqEngine, error) {
@@ -165,7 +167,7 @@ func (e *seqEngine) Close() { e.env.Close() }
 // mode on this database starts from an idle queue.
 func (e *seqEngine) Reset(ctx context.Context) error { return e.env.Reset(ctx) }
 
-// Search runs the state machine (without real-time leases, as TestPropQueue does) under rapid,
+// Search runs the state machine (with real-time leases when realTime is set) under rapid,
 // counting the operations into tally as they run. On a failure it returns the reduced finding;
 // an error is the harness failing, or a failure that does not reproduce.
 func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) (*Finding, searchStats, error) {
@@ -181,7 +183,7 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 			}
 		}()
 		program.BeginRun(ctx, t, env)
-		actions := program.StateMachine(ctx, env, false)
+		actions := program.StateMachine(ctx, env, e.realTime)
 		for key, action := range actions {
 			if key == "" {
 				continue

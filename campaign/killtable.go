@@ -17,8 +17,9 @@ import (
 // SuiteModes are the campaign modes that stand for each suite a mutant.json names: `go test`
 // demands these of every mutant that expects the suite, and so does the kill table.
 var SuiteModes = map[string][]string{
-	"Prop":   {"sequential"},
-	"Linear": {"stress", "scheduled"},
+	"Prop":          {"sequential"},
+	"PropLeaseTime": {"lease-time"},
+	"Linear":        {"stress", "scheduled"},
 }
 
 // KillRow is one mutant hunted by one mode of one suite.
@@ -96,7 +97,7 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 		for _, suite := range m.Expect {
 			names, ok := SuiteModes[suite]
 			if !ok {
-				row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, Linear)", suite)}
+				row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear)", suite)}
 				kt.add(row, cfg.Log)
 				continue
 			}

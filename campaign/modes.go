@@ -55,7 +55,7 @@ type Hunter interface {
 // properties see and what only concurrency shows.
 const AllModes = "all"
 
-var modes = map[string]Mode{"sequential": sequential{}, "stress": stress{}, "scheduled": scheduled{}}
+var modes = map[string]Mode{"sequential": sequential{}, "lease-time": sequential{realTime: true}, "stress": stress{}, "scheduled": scheduled{}}
 
 // ModeNames lists the modes, for flags' help.
 func ModeNames() string {
@@ -91,25 +91,34 @@ func LookupModes(spec string) (Mode, error) {
 const roundChecks = 20
 
 // sequential is the Prop suite: rapid drives the model and the queue one operation at a time.
-type sequential struct{}
+// With realTime ("lease-time") it also claims with real one-second leases and completes at once
+// or after pausing past them, as TestPropLeaseTime does: fewer runs a round, each may pause.
+type sequential struct{ realTime bool }
 
-func (sequential) Name() string { return "sequential" }
+func (m sequential) Name() string {
+	if m.realTime {
+		return "lease-time"
+	}
+	return "sequential"
+}
 
 func (sequential) Properties() []Property {
 	return []Property{PClaimOrder, PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PDBTime, PNoErrors}
 }
 
-func (sequential) Start(ctx context.Context, w *Worker) (Hunter, error) {
+func (m sequential) Start(ctx context.Context, w *Worker) (Hunter, error) {
 	e, err := newSeqEngine(ctx, w.In)
 	if err != nil {
 		return nil, err
 	}
-	return &seqHunter{w: w, e: e}, nil
+	e.realTime = m.realTime
+	return &seqHunter{w: w, e: e, mode: m.Name()}, nil
 }
 
 type seqHunter struct {
-	w *Worker
-	e *seqEngine
+	w    *Worker
+	e    *seqEngine
+	mode string
 }
 
 func (h *seqHunter) Close() { h.e.Close() }
@@ -117,7 +126,11 @@ func (h *seqHunter) Close() { h.e.Close() }
 func (h *seqHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	begin := time.Now()
 	seed := RoundSeed(h.w.Seed, h.w.Index, n)
-	f, st, err := h.e.Search(ctx, rapidSettings{Seed: seed, Checks: roundChecks, ShrinkTime: h.w.ShrinkTime}, h.w.Tally)
+	checks := roundChecks
+	if h.e.realTime {
+		checks = roundChecks / 5 // a run may pause 1.5 s a few times
+	}
+	f, st, err := h.e.Search(ctx, rapidSettings{Seed: seed, Checks: checks, ShrinkTime: h.w.ShrinkTime}, h.w.Tally)
 	// The last property run may have left a locker holding a row: end it.
 	defer h.e.Reset(context.Background())
 	if st.Failed && ctx.Err() != nil {
@@ -129,7 +142,7 @@ func (h *seqHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	if f == nil {
 		return nil, nil
 	}
-	fl := newFailure(f, "sequential", h.w.Index, n, seed)
+	fl := newFailure(f, h.mode, h.w.Index, n, seed)
 	fl.ShrinkS = (time.Since(begin) - st.FirstFailure).Seconds()
 	fl.foundAt = begin.Add(st.FirstFailure)
 	return []*Failure{fl}, h.w.Saver.keepProgram(fl, f, h.w.Queue)
