@@ -70,7 +70,7 @@ func ModeNames() string {
 // LookupModes reads a mode spec: one mode, a comma-separated list, or "all".
 func LookupModes(spec string) (Mode, error) {
 	if spec == AllModes {
-		spec = "sequential,stress,scheduled"
+		spec = "sequential,stress,scheduled,lease-time"
 	}
 	var m mixed
 	for _, n := range strings.Split(spec, ",") {
