@@ -147,6 +147,8 @@ var errNotReproduced = errors.New("a failing run did not fail again when its pro
 type seqEngine struct {
 	env  *program.Env
 	name string
+	// replay runs saved cases on env's sessions (and a scheduler of its own for scheduled ones).
+	replay *corpus.Replayer
 	// reduce bounds the reduction of a failure's program after rapid's shrinking.
 	reduce time.Duration
 	// realTime adds claims with real one-second leases (property 8), as TestPropLeaseTime does.
@@ -158,10 +160,14 @@ func newSeqEngine(ctx context.Context, in *sut.Installed) (*seqEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &seqEngine{env: env, name: searchName(in.Queue.Name), reduce: 30 * time.Second}, nil
+	return &seqEngine{env: env, name: searchName(in.Queue.Name), reduce: 30 * time.Second,
+		replay: &corpus.Replayer{In: in, Env: env}}, nil
 }
 
-func (e *seqEngine) Close() { e.env.Close() }
+func (e *seqEngine) Close() {
+	e.replay.Close()
+	e.env.Close()
+}
 
 // Reset ends what the last run left open (a locker holding a row), so that a round of another
 // mode on this database starts from an idle queue.
@@ -232,10 +238,8 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 // property breaks, and the program as it ran, with the queue's answers, either way; an error
 // is the harness failing.
 func (e *seqEngine) Replay(ctx context.Context, p *program.Program) (*Finding, string, error) {
-	r := &corpus.Replayer{In: e.env.In}
-	defer r.Close()
-	f, err := r.Replay(ctx, p)
-	return f, r.Trace(), err
+	f, err := e.replay.Replay(ctx, p)
+	return f, e.replay.Trace(), err
 }
 
 // savedProgram is a parsed .ops file.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -74,7 +72,7 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 	}
 	srv, err := pgserver.Start(ctx, o)
 	if err != nil {
-		row.Err = OneLine(err.Error())
+		row.Err = oneLine(err.Error())
 		return row
 	}
 	defer srv.Close()
@@ -93,7 +91,7 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 		return nil
 	})
 	if err != nil {
-		row.Err = OneLine(err.Error())
+		row.Err = oneLine(err.Error())
 		return row
 	}
 	logf("walkthrough %s", row.Walkthrough)
@@ -107,7 +105,7 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 		rep, err := Run(ctx, ctx, Config{Server: srv, Queue: sut.MustBuiltin(name), Mode: all, Workers: 1, Seed: cfg.Seed,
 			Duration: cfg.Duration, ShrinkTime: 5 * time.Second, PlanSizes: []int{cfg.DoneRows}})
 		if err != nil {
-			row.Err = OneLine(err.Error())
+			row.Err = oneLine(err.Error())
 			return row
 		}
 		v := rep.Verdict
@@ -123,7 +121,7 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 
 	kt, err := HuntMutants(ctx, KillConfig{Server: srv, Mutants: cfg.Mutants, Budget: cfg.Budget, Seed: cfg.Seed})
 	if err != nil {
-		row.Err = OneLine(err.Error())
+		row.Err = oneLine(err.Error())
 		return row
 	}
 	row.Rows = len(kt.Rows)
@@ -144,14 +142,11 @@ func costAt(rep *Report, n int) string {
 	}
 	for _, r := range c.Rows {
 		if r.DoneRows == n {
-			return fmt.Sprintf("%s / %.2f ms", Thousands(r.Buffers), r.ExecMs)
+			return fmt.Sprintf("%s / %.2f ms", num(r.Buffers), r.ExecMs)
 		}
 	}
 	return "not measured"
 }
-
-// Thousands prints an integer with thousands separators.
-func Thousands(n int64) string { return num(n) }
 
 // PrintMatrix writes the matrix as a Markdown table, one row per server.
 func PrintMatrix(w io.Writer, rows []MatrixRow, doneRows int) {
@@ -161,7 +156,7 @@ func PrintMatrix(w io.Writer, rows []MatrixRow, doneRows int) {
 		head = append(head, q)
 	}
 	head = append(head, "mutants caught", "claim waits in stress rounds ("+strings.Join(queues, " / ")+")",
-		fmt.Sprintf("claim cost at %s done rows, buffers / ms (%s)", Thousands(int64(doneRows)), strings.Join(queues, "; ")))
+		fmt.Sprintf("claim cost at %s done rows, buffers / ms (%s)", num(int64(doneRows)), strings.Join(queues, "; ")))
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 	for _, r := range rows {
 		if r.Err != "" {
@@ -200,12 +195,4 @@ func MatrixProblems(rows []MatrixRow) []string {
 		}
 	}
 	return out
-}
-
-// WriteFile writes data to path, creating its folder.
-func WriteFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o644)
 }

@@ -168,5 +168,5 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// oneLine and OneLine fold text onto one line, for errors that must print as one.
-var oneLine, OneLine = textfmt.OneLine, textfmt.OneLine
+// oneLine folds text onto one line, for errors that must print as one.
+var oneLine = textfmt.OneLine

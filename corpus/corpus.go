@@ -56,11 +56,16 @@ func Load(root string) ([]*Case, error) {
 // Replayer replays cases against one installed queue. It opens its sessions on first use;
 // Close them when done.
 type Replayer struct {
-	In    *sut.Installed
-	env   *program.Env
-	trace string
+	In *sut.Installed
+	// Env runs the sequential cases; when nil the replayer opens one of its own on first use.
+	// One the caller gives stays the caller's to close.
+	Env *program.Env
 	// ReportDir is where a scheduled case's failure writes its report (default: a temporary folder).
 	ReportDir string
+
+	ownEnv bool
+	sched  *linear.Scheduler
+	trace  string
 }
 
 // Trace is the last replayed program as it ran, with the queue's answers, held or not.
@@ -70,21 +75,23 @@ func (r *Replayer) Trace() string { return r.trace }
 // error when the harness did.
 func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Finding, error) {
 	if p.Mode() == program.Scheduled {
-		s := linear.NewScheduler(ctx, r.In, linear.ScheduledConfig{Name: "replay-" + r.In.Queue.Name, ReportDir: r.ReportDir})
-		defer s.Close()
-		f, err := s.ReplayProgram(p)
-		r.trace = s.Trace()
+		if r.sched == nil {
+			r.sched = linear.NewScheduler(ctx, r.In, linear.ScheduledConfig{Name: "replay-" + r.In.Queue.Name, ReportDir: r.ReportDir})
+		}
+		f, err := r.sched.ReplayProgram(p)
+		r.trace = r.sched.Trace()
 		return f, err
 	}
-	if r.env == nil {
+	if r.Env == nil {
 		env, err := program.NewEnv(ctx, r.In, program.Workers, program.Lockers)
 		if err != nil {
 			return nil, err
 		}
-		r.env = env
+		r.Env, r.ownEnv = env, true
 	}
-	err := program.Replay(ctx, r.env, p.Ops)
-	r.trace = r.env.Program()
+	env := r.Env
+	err := program.Replay(ctx, env, p.Ops)
+	r.trace = env.Program()
 	var v *model.Violation
 	switch {
 	case err == nil:
@@ -93,14 +100,18 @@ func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Fin
 		return nil, err
 	}
 	return &program.Finding{Violation: v, Queue: r.In.Queue.Name, Source: r.In.Queue.Source, Mode: program.Sequential,
-		Program: p, Trace: r.env.Program(), Model: fmt.Sprint(r.env.Model.Snapshot(r.env.Now))}, nil
+		Program: p, Trace: r.trace, Model: fmt.Sprint(env.Model.Snapshot(env.Now))}, nil
 }
 
-// Close ends the replayer's sessions.
+// Close ends the sessions the replayer opened itself.
 func (r *Replayer) Close() {
-	if r.env != nil {
-		r.env.Close()
-		r.env = nil
+	if r.ownEnv {
+		r.Env.Close()
+		r.Env, r.ownEnv = nil, false
+	}
+	if r.sched != nil {
+		r.sched.Close()
+		r.sched = nil
 	}
 }
 

@@ -206,14 +206,7 @@ func (ch *chaos) release(ctx context.Context, id int64) {
 		l.Do(ctx, program.Rollback{S: name})
 	case "cancel":
 		r.rec.Fault("cancel", l.c.label())
-		call := l.c.Now()
-		if err := program.CancelIdle(ctx, r.in, l.c.Session()); err != nil {
-			// When the lock's end is unknown, the backend is ended so that it is over for sure.
-			_ = r.in.Terminate(ctx, l.c.PID())
-			l.c.Lost()
-		} else {
-			l.c.Ended(call)
-		}
+		_ = l.c.CancelIdle(ctx) // on failure the backend is ended: the lock is gone either way
 		l.s.InTxn, l.s.Locks = false, nil
 	case "terminate":
 		r.rec.Fault("terminate", l.c.label())

@@ -309,14 +309,19 @@ func (c *Client) Lost() {
 	c.Close()
 }
 
-// Ended records a transaction the harness ended itself (a cancelled idle transaction that the
-// client then rolled back): its operations had no effect, its locks are gone.
-func (c *Client) Ended(call int64) {
+// CancelIdle cancels the session's idle transaction the seed's way (program.CancelIdle) and
+// records it: its operations had no effect, its locks are gone. When that cannot be done, the
+// backend is ended, so that the transaction is over for sure, and the error returned.
+func (c *Client) CancelIdle(ctx context.Context) error {
+	call := c.now()
+	if err := program.CancelIdle(ctx, c.in, c.Session()); err != nil {
+		_ = c.in.Terminate(ctx, c.PID())
+		c.Lost()
+		return err
+	}
 	c.endTxn(call, c.now(), false, false)
+	return nil
 }
-
-// Now is the recorder's clock ("" recorder: 0).
-func (c *Client) Now() int64 { return c.now() }
 
 type observation struct {
 	in  model.Input

@@ -1,10 +1,6 @@
 package linear
 
-import (
-	"fmt"
-
-	"pgqcheck/program"
-)
+import "pgqcheck/program"
 
 // Scheduled mode: a sequential prefix of operations and, for two or three sessions, a suffix
 // each, all drawn through a chooser (rapid, or fuzz bytes), then, one step at a time, which
@@ -21,9 +17,6 @@ var (
 // kindOrder fixes the order in which weighted kinds are laid out for drawing: the same
 // choices give the same program on every run.
 var kindOrder = []string{"claim", "complete", "expire", "claim-txn", "lock-txn", "enqueue", "snapshot"}
-
-// SessionName is scheduled mode's name for session i.
-func SessionName(i int) string { return fmt.Sprintf("s%d", i) }
 
 // drawn is a drawn scheduled program: a prefix run one operation at a time, then one suffix per
 // session run concurrently under the drawn schedule. A suffix's length is drawn up front and
@@ -79,7 +72,7 @@ func (p *drawn) drawOp(c chooser, label string, kinds []string, s string) progra
 
 // next draws the next operation of a session's suffix.
 func (p *drawn) next(c chooser, session int) program.Op {
-	return p.drawOp(c, opLabel(session), p.suffixK, SessionName(session))
+	return p.drawOp(c, opLabel(session), p.suffixK, program.ScheduledSession(session))
 }
 
 // drawProgram draws the sessions, the prefix, and the suffixes' lengths. A queue without
@@ -89,18 +82,18 @@ func drawProgram(c chooser, cfg ScheduledConfig, canLock bool) *drawn {
 	n := c.choose(2, max(2, cfg.Sessions), "sessions")
 	p.jobs = c.choose(1, 5, "jobs")
 	for i := 0; i < p.jobs; i++ {
-		p.prefix = append(p.prefix, program.Enqueue{S: SessionName(0), N: 1})
+		p.prefix = append(p.prefix, program.Enqueue{S: program.ScheduledSession(0), N: 1})
 	}
 	// Sessions that hold a token when the concurrent part starts are what stale completions
 	// are made of.
 	for s := 0; s < n; s++ {
 		if chooseBool(c, "prefix claim") {
-			p.prefix = append(p.prefix, program.Claim{S: SessionName(s)})
+			p.prefix = append(p.prefix, program.Claim{S: program.ScheduledSession(s)})
 		}
 	}
 	for i, k := 0, c.choose(0, cfg.MaxPrefix, labelPrefixCount); i < k; i++ {
 		s := c.choose(0, n-1, labelPrefixSession)
-		p.prefix = append(p.prefix, p.drawOp(c, "prefix op", p.prefixK, SessionName(s)))
+		p.prefix = append(p.prefix, p.drawOp(c, "prefix op", p.prefixK, program.ScheduledSession(s)))
 	}
 	for s := 0; s < n; s++ {
 		p.lengths = append(p.lengths, c.choose(1, cfg.MaxSuffix, labelSuffix))

@@ -14,6 +14,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -106,23 +107,6 @@ func (s *Scheduler) RunProgram(t Failer, p *program.Program) { s.run(t, nil, p) 
 // Failer is what a failing run reports to: a *rapid.T, or a *testing.T under the fuzzer.
 type Failer = program.Failer
 
-// Sessions is how many sessions a saved scheduled program names (its header, else its lines).
-func Sessions(p *program.Program) int {
-	if n, err := strconv.Atoi(p.Header[program.HeaderSessions]); err == nil && n > 0 {
-		return n
-	}
-	n := 2
-	for _, op := range p.Ops {
-		var i int
-		if st, ok := op.(program.Step); ok {
-			if _, err := fmt.Sscanf(st.On(), "s%d", &i); err == nil && i+1 > n {
-				n = i + 1
-			}
-		}
-	}
-	return min(n, program.MaxScheduledSessions)
-}
-
 // srun is one run of a scheduled program.
 type srun struct {
 	s     *Scheduler
@@ -159,7 +143,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 	var d *drawn
 	n := 0
 	if saved != nil {
-		n = Sessions(saved)
+		n = saved.ScheduledSessions()
 	} else {
 		d = drawProgram(c, s.cfg, s.in.Queue.Lock != "")
 		n = len(d.lengths)
@@ -192,7 +176,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 	}
 	r.trace = append(r.trace, "-- drain --")
 	r.draining = true
-	if err := (program.Drain{S: SessionName(0)}).Run(s.ctx, r); err != nil {
+	if err := (program.Drain{S: program.ScheduledSession(0)}).Run(s.ctx, r); err != nil {
 		r.harness(err)
 	}
 	h := r.rec.History(s.in.Queue.Source, "scheduled")
@@ -228,11 +212,11 @@ func (r *srun) start(n int) error {
 	s := r.s
 	names := make([]string, n)
 	for i := range names {
-		names[i] = SessionName(i)
+		names[i] = program.ScheduledSession(i)
 	}
 	r.w = program.NewWorld(s.in.Queue, names...)
 	for len(s.clients) < n {
-		c, err := Dial(s.ctx, s.in, SessionName(len(s.clients)), nil, sut.SessionOptions{StatementTimeout: 30 * time.Second})
+		c, err := Dial(s.ctx, s.in, program.ScheduledSession(len(s.clients)), nil, sut.SessionOptions{StatementTimeout: 30 * time.Second})
 		if err != nil {
 			return err
 		}
@@ -633,12 +617,10 @@ func (r *srun) fault(x *sched, f program.Fault) {
 			r.harness(err)
 		}
 	case kind == program.FaultCancel:
-		call := x.c.Now()
 		x.s.Busy = true // parked in pg_sleep until the cancel lands
-		if err := program.CancelIdle(ctx, r.s.in, x.c.Session()); err != nil {
+		if err := x.c.CancelIdle(ctx); err != nil {
 			r.harness(err)
 		}
-		x.c.Ended(call)
 		x.s.Busy = false
 		r.w.Apply(x.s, program.Stmt{Kind: program.KRollback}, program.Result{})
 	default:
@@ -693,7 +675,7 @@ func (r *srun) violation(v *model.Violation) {
 
 // harness ends the run with a failure of the suite's own machinery.
 func (r *srun) harness(err error) {
-	r.t.Fatalf("harness: %s\n%s", program.OneLine(errText(err)), r.listing())
+	r.t.Fatalf("harness: %s\n%s", textfmt.OneLine(errText(err)), r.listing())
 }
 
 // fail writes the report and stops the run. Each property fails from its own line, so that
@@ -725,7 +707,7 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 		b.WriteString(verdict.Explanation)
 	}
 	if err != nil {
-		fmt.Fprintf(&b, "(no report: %s)\n", program.OneLine(err.Error()))
+		fmt.Fprintf(&b, "(no report: %s)\n", textfmt.OneLine(err.Error()))
 	} else {
 		f.ReportDir = dir
 		fmt.Fprintf(&b, "report: %s (the program replays with: pgqcheck replay %s)\n", dir, filepath.Join(dir, ReportProgram))
@@ -766,7 +748,7 @@ func (s *Scheduler) outcome(out string, failed bool) (*program.Finding, error) {
 	case !failed:
 		return nil, nil
 	case s.last == nil:
-		return nil, fmt.Errorf("harness: %s", program.OneLine(out))
+		return nil, fmt.Errorf("harness: %s", textfmt.OneLine(out))
 	}
 	return s.last, nil
 }

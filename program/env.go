@@ -179,10 +179,8 @@ func (e *Env) answer(op Op) string {
 		}
 		return "ids " + strings.Join(ids, " ")
 	case Pause:
-		if len(e.W.Claims) > 0 || len(e.answers) > 0 {
-			if id, ok := o.job(e.W); ok {
-				return fmt.Sprintf("job %d's lease expired", id)
-			}
+		if id, ok := o.job(e.W); ok {
+			return fmt.Sprintf("job %d's lease expired", id)
 		}
 	case Drain:
 		return fmt.Sprintf("%d completed", e.step.accepted)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 )
 
@@ -215,6 +216,28 @@ func Parse(text string) (*Program, error) {
 // connection of its own.
 const MaxScheduledSessions = 8
 
+// ScheduledSession is the name of a scheduled program's session i.
+func ScheduledSession(i int) string { return fmt.Sprintf("s%d", i) }
+
+// ScheduledSessions is how many sessions a scheduled program runs: its header's count, else
+// enough for the highest session its lines name (at least two), at most MaxScheduledSessions.
+func (p *Program) ScheduledSessions() int {
+	if n, err := strconv.Atoi(p.Header[HeaderSessions]); err == nil && n > 0 {
+		return n
+	}
+	n := 2
+	for _, op := range p.Ops {
+		m := sessionWord.FindStringSubmatch(op.String())
+		if m == nil || !strings.HasPrefix(m[1], "s") {
+			continue
+		}
+		if i, err := strconv.Atoi(m[1][1:]); err == nil && i+1 > n {
+			n = i + 1
+		}
+	}
+	return min(n, MaxScheduledSessions)
+}
+
 // checkSessions refuses a line whose session the program's world does not have: it would
 // never apply, and the program would silently mean less than it says.
 func (p *Program) checkSessions() error {
@@ -236,7 +259,7 @@ func (p *Program) checkSessions() error {
 		}
 		known = map[string]bool{}
 		for i := 0; i < n; i++ {
-			known[fmt.Sprintf("s%d", i)] = true
+			known[ScheduledSession(i)] = true
 		}
 		want = fmt.Sprintf("this scheduled program's sessions are s0 to s%d", n-1)
 	}
@@ -270,7 +293,7 @@ func (p *Program) Format() string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(&b, "# %s: %s\n", k, OneLine(p.Header[k]))
+		fmt.Fprintf(&b, "# %s: %s\n", k, textfmt.OneLine(p.Header[k]))
 	}
 	b.WriteString(p.Body())
 	return b.String()

@@ -116,12 +116,9 @@ func on(s string) string {
 	return s + " "
 }
 
-// session resolves the session an operation runs on; nil when there is none.
-func session(w *World, name string) *Session { return w.Session(name) }
-
 // idle reports whether a session exists and may issue a statement now.
 func idle(w *World, name string) (*Session, bool) {
-	s := session(w, name)
+	s := w.Session(name)
 	return s, s != nil && !s.Busy
 }
 
@@ -197,7 +194,7 @@ func (o Complete) Applicable(w *World) bool {
 	return ok && w.free(s, t.ID)
 }
 func (o Complete) Stmts(w *World) []Stmt {
-	t, _ := session(w, o.S).newest(o.Back)
+	t, _ := w.Session(o.S).newest(o.Back)
 	return []Stmt{{Kind: KComplete, Job: t.ID, Gen: t.Gen}}
 }
 
@@ -264,7 +261,7 @@ type Pause struct{ W string }
 func (o Pause) String() string { return on(o.W) + fmtPause }
 func (o Pause) On() string     { return "" } // the expiry is the test hook's, run by the default session
 func (o Pause) job(w *World) (int64, bool) {
-	s := session(w, o.W)
+	s := w.Session(o.W)
 	if s == nil {
 		return 0, false
 	}
@@ -324,7 +321,7 @@ func (o Lock) Applicable(w *World) bool {
 }
 func (o Lock) Stmts(w *World) []Stmt {
 	lock := Stmt{Kind: KLock, Job: o.Job}
-	if session(w, o.S).InTxn {
+	if w.Session(o.S).InTxn {
 		return []Stmt{lock}
 	}
 	return []Stmt{{Kind: KBegin}, lock}
@@ -359,7 +356,7 @@ type Cancel struct{ S string }
 func (o Cancel) String() string { return on(o.S) + fmtCancel }
 func (o Cancel) On() string     { return o.S }
 func (o Cancel) Applicable(w *World) bool {
-	s := session(w, o.S)
+	s := w.Session(o.S)
 	return s != nil && (s.Busy || s.InTxn)
 }
 func (o Cancel) Stmts(w *World) []Stmt { return nil }
@@ -372,7 +369,7 @@ type Terminate struct{ S string }
 func (o Terminate) String() string { return on(o.S) + fmtTerminate }
 func (o Terminate) On() string     { return o.S }
 func (o Terminate) Applicable(w *World) bool {
-	s := session(w, o.S)
+	s := w.Session(o.S)
 	return s != nil && (s.Busy || s.InTxn)
 }
 func (o Terminate) Stmts(w *World) []Stmt { return nil }
@@ -388,7 +385,7 @@ func (o Crash) Applicable(w *World) bool {
 	return ok && len(s.Tokens) > 0
 }
 func (o Crash) Stmts(w *World) []Stmt {
-	session(w, o.W).Tokens = nil
+	w.Session(o.W).Tokens = nil
 	return nil
 }
 
@@ -408,7 +405,7 @@ type Replaced struct{ W, By string }
 func (o Replaced) String() string { return on(o.W) + fmt.Sprintf(fmtReplaced, o.By, o.W) }
 func (o Replaced) Parts() []Op    { return []Op{Pause{W: o.W}, Claim{S: o.By}, Complete{S: o.W}} }
 func (o Replaced) Applicable(w *World) bool {
-	return o.By != o.W && session(w, o.By) != nil && Pause{W: o.W}.Applicable(w)
+	return o.By != o.W && w.Session(o.By) != nil && Pause{W: o.W}.Applicable(w)
 }
 
 // ClaimTxn claims inside a transaction, completes the claimed job in it when asked, and ends it.

@@ -61,12 +61,12 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 		}
 	}
 	worker := func(t *rapid.T) string { return WorkerName(rapid.IntRange(0, Workers-1).Draw(t, "worker")) }
-	// holder draws among workers that hold a token, so completions and pauses rarely miss.
-	holder := func(t *rapid.T) string {
-		var ws []string
+	// holderIndex draws among workers that hold a token, so completions and pauses rarely miss.
+	holderIndex := func(t *rapid.T) int {
+		var ws []int
 		for i := 0; i < Workers; i++ {
 			if s := e.W.Session(WorkerName(i)); s != nil && len(s.Tokens) > 0 {
-				ws = append(ws, s.Name)
+				ws = append(ws, i)
 			}
 		}
 		if len(ws) == 0 {
@@ -74,6 +74,7 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 		}
 		return rapid.SampledFrom(ws).Draw(t, "worker")
 	}
+	holder := func(t *rapid.T) string { return WorkerName(holderIndex(t)) }
 	job := func(t *rapid.T) int64 {
 		if len(e.W.Jobs) == 0 {
 			t.Skip("no jobs yet")
@@ -92,11 +93,9 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 		"pause":     func(t *rapid.T) { step(t, Pause{W: holder(t)}) },
 		"overslept": func(t *rapid.T) { step(t, Overslept{W: holder(t)}) },
 		"replaced": func(t *rapid.T) {
-			w := holder(t)
-			var i int
-			fmt.Sscanf(w, "w%d", &i)
+			i := holderIndex(t)
 			by := (i + 1 + rapid.IntRange(0, Workers-2).Draw(t, "by")) % Workers
-			step(t, Replaced{W: w, By: WorkerName(by)})
+			step(t, Replaced{W: WorkerName(i), By: WorkerName(by)})
 		},
 		"expire": func(t *rapid.T) { step(t, Expire{Job: job(t)}) },
 		"crash":  func(t *rapid.T) { step(t, Crash{W: holder(t)}) },

@@ -11,6 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 )
 
@@ -61,7 +62,7 @@ func Search(ctx context.Context, env *Env, name string, realTime bool, reduce ti
 		f.Checks = firstFailure
 		return f, nil
 	}
-	return nil, fmt.Errorf("harness: %s", OneLine(out))
+	return nil, fmt.Errorf("harness: %s", textfmt.OneLine(out))
 }
 
 // Unreduced is the failing run env holds, as it ran: nil when it broke no property.

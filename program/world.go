@@ -188,6 +188,3 @@ func IsHarness(err error) bool {
 }
 
 func oneLine(err error) string { return textfmt.OneLine(err.Error()) }
-
-// OneLine folds text into one line.
-func OneLine(s string) string { return textfmt.OneLine(s) }

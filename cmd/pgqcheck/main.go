@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"pgqcheck/campaign"
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 )
@@ -143,7 +144,7 @@ func exitCode(err error, stderr io.Writer) int {
 	return exitError
 }
 
-var oneLine = campaign.OneLine
+var oneLine = textfmt.OneLine
 
 // flags builds a command's flag set; parse turns its errors into one-line usage errors and
 // its -h into the command's usage on stdout.

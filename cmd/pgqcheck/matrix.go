@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -49,8 +50,8 @@ func runMatrix(c *cli, args []string) error {
 	var table strings.Builder
 	campaign.PrintMatrix(&table, rows, *doneRows)
 	fmt.Fprintf(c.stdout, "\n%s", table.String())
-	if err := campaign.WriteFile(path, []byte(table.String())); err != nil {
-		return fmt.Errorf("pgqcheck: %v", err)
+	if err := os.WriteFile(path, []byte(table.String()), 0o644); err != nil {
+		return fmt.Errorf("pgqcheck: matrix: writing %s: %v", path, unwrapPath(err))
 	}
 	fmt.Fprintf(c.stdout, "matrix: %s\n", path)
 	if c.sig.soft.Err() != nil {
