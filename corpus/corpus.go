@@ -8,7 +8,6 @@ package corpus
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -100,7 +99,7 @@ func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Fin
 		return nil, err
 	}
 	return &program.Finding{Violation: v, Queue: r.In.Queue.Name, Source: r.In.Queue.Source, Mode: program.Sequential,
-		Program: p, Trace: r.trace, Model: fmt.Sprint(env.Model.Snapshot(env.Now))}, nil
+		Program: p, Trace: r.trace, Model: env.Model.String()}, nil
 }
 
 // Close ends the sessions the replayer opened itself.

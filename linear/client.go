@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -35,6 +36,8 @@ type Client struct {
 
 	lives atomic.Int32 // sessions so far; the chaos goroutine reads it to name its targets
 	pid   atomic.Uint32
+
+	db *program.DBClock // the database time of an unrecorded run
 
 	// The open transaction, as recorded: its operations return when it commits.
 	inTxn, aborted bool
@@ -140,8 +143,12 @@ type Flight struct {
 	// Faulted: the harness cancelled or terminated this statement, so its failure is expected.
 	Faulted bool
 
-	call int64
-	done chan program.Result
+	// At is the database time the statement ran in, once it landed.
+	At model.Window
+
+	call  int64
+	floor time.Duration // the latest database time read before it was sent
+	done  chan program.Result
 	res  *program.Result
 }
 
@@ -153,6 +160,7 @@ func (c *Client) Send(ctx context.Context, f *Flight) error {
 	s := c.Session()
 	f.done = make(chan program.Result, 1)
 	f.call = c.now()
+	f.floor = c.clock().Latest()
 	go func() { f.done <- f.Stmt.Exec(ctx, s) }()
 	return nil
 }
@@ -196,6 +204,7 @@ func (c *Client) Land(f *Flight) *model.Violation {
 	r := f.Wait()
 	ret := c.now()
 	st := f.Stmt
+	f.At = c.clock().Window(r.Clock, f.floor)
 	var v *model.Violation
 	if r.Err != nil && !errors.Is(r.Err, sut.ErrRolledBack) && !f.Faulted {
 		if v = unexpected(st.OpKind(), r.Err); v != nil && c.rec != nil {
@@ -207,6 +216,7 @@ func (c *Client) Land(f *Flight) *model.Violation {
 	switch st.Kind {
 	case program.KEnqueue, program.KClaim, program.KComplete, program.KExpire:
 		op.Input, op.Output = st.Input(), r.Out
+		op.Input.At = f.At
 		op.Input.Strict = st.Kind == program.KClaim && f.Strict
 		switch {
 		case r.Err != nil && c.inTxn:
@@ -231,6 +241,7 @@ func (c *Client) Land(f *Flight) *model.Violation {
 	case program.KSnapshot:
 		if r.Err == nil && c.rec != nil {
 			for _, o := range observe(r.Rows, f.Known, f.Omit) {
+				o.in.At = f.At
 				c.add(Op{Client: c.id, Session: c.label(), Input: o.in, Output: o.out, Call: f.call, Return: ret})
 			}
 		}
@@ -255,6 +266,17 @@ func (c *Client) Land(f *Flight) *model.Violation {
 		c.Lost()
 	}
 	return v
+}
+
+// clock is the database time the client's windows are counted in: its recorder's.
+func (c *Client) clock() *program.DBClock {
+	if c.rec != nil {
+		return c.rec.DB
+	}
+	if c.db == nil {
+		c.db = &program.DBClock{}
+	}
+	return c.db
 }
 
 func (c *Client) add(op Op) {

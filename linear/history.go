@@ -13,6 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"pgqcheck/model"
+	"pgqcheck/program"
 )
 
 // Never is the return time of an operation whose outcome is unknown: it may take effect at
@@ -146,6 +147,8 @@ type Recorder struct {
 	base    time.Time
 	logical bool
 	last    atomic.Int64
+	// DB is the run's database time: every operation's window is counted from its origin.
+	DB *program.DBClock
 
 	mu       sync.Mutex
 	ops      []Op
@@ -158,7 +161,9 @@ type Recorder struct {
 // NewRecorder starts a history. A logical recorder's clock is an event counter, so that the
 // same sequence of events always gets the same timestamps (scheduled mode); otherwise it is
 // monotonic nanoseconds since the recorder started.
-func NewRecorder(logical bool) *Recorder { return &Recorder{base: time.Now(), logical: logical} }
+func NewRecorder(logical bool) *Recorder {
+	return &Recorder{base: time.Now(), logical: logical, DB: &program.DBClock{}}
+}
 
 // Now returns a timestamp strictly greater than every one returned before, so that a call is
 // always strictly before its return and distinct events never tie.

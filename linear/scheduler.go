@@ -215,6 +215,7 @@ func (r *srun) start(n int) error {
 		names[i] = program.ScheduledSession(i)
 	}
 	r.w = program.NewWorld(s.in.Queue, names...)
+	r.w.Clock = r.rec.DB
 	for len(s.clients) < n {
 		c, err := Dial(s.ctx, s.in, program.ScheduledSession(len(s.clients)), nil, sut.SessionOptions{StatementTimeout: 30 * time.Second})
 		if err != nil {
@@ -541,7 +542,7 @@ func (r *srun) handle(x *sched) error {
 	}
 	r.trace[x.line] = line
 	v := x.c.Land(f)
-	r.w.Apply(x.s, f.Stmt, res)
+	r.w.Apply(x.s, f.Stmt, res, f.At)
 	if res.Err != nil && !x.c.Connected() {
 		r.w.Lost(x.s)
 	}
@@ -622,7 +623,7 @@ func (r *srun) fault(x *sched, f program.Fault) {
 			r.harness(err)
 		}
 		x.s.Busy = false
-		r.w.Apply(x.s, program.Stmt{Kind: program.KRollback}, program.Result{})
+		r.w.Apply(x.s, program.Stmt{Kind: program.KRollback}, program.Result{}, model.Window{})
 	default:
 		if err := r.s.in.Terminate(ctx, pid); err != nil {
 			r.harness(err)

@@ -47,6 +47,7 @@ func Simulate(cfg SimConfig) *History {
 		add(fmt.Sprintf("w%d", i))
 	}
 	jobs := map[int64]*model.JobState{}
+	live := map[int64]bool{} // running with a lease that outlives the run: simulated histories carry no times
 	var eligible []int64 // ready or expired, in no particular order
 	var running []int64
 	remove := func(list []int64, id int64) []int64 {
@@ -94,13 +95,14 @@ func Simulate(cfg SimConfig) *History {
 			j := jobs[id]
 			if rng.IntN(8) == 0 {
 				in = model.Input{Kind: model.OpObserve, Job: id}
-				out = model.Output{Found: true, State: j.State, Gen: j.Gen, Live: j.Live}
+				out = model.Output{Found: true, State: j.State, Gen: j.Gen, Live: live[id]}
 				lost, apply = false, true
 				break
 			}
 			in = model.Input{Kind: model.OpExpire, Job: id}
-			if apply && j.Live {
-				j.Live = false
+			if apply && live[id] {
+				live[id] = false
+				j.Until = model.At(-model.ExpireBy)
 				running = remove(running, id)
 				eligible = append(eligible, id)
 			}
@@ -115,7 +117,7 @@ func Simulate(cfg SimConfig) *History {
 			}
 			j := jobs[tk.ID]
 			in = model.Input{Kind: model.OpComplete, Job: tk.ID, Gen: tk.Gen}
-			ok := j.State == model.Running && j.Gen == tk.Gen && j.Live
+			ok := j.State == model.Running && j.Gen == tk.Gen && live[tk.ID]
 			if ok {
 				out.Rows = 1
 			}
@@ -135,7 +137,8 @@ func Simulate(cfg SimConfig) *History {
 			if apply {
 				eligible = remove(eligible, id)
 				running = append(running, id)
-				*j = model.JobState{Exists: true, State: model.Running, Gen: j.Gen + 1, Live: true}
+				*j = model.JobState{Exists: true, State: model.Running, Gen: j.Gen + 1, Until: model.Window{From: model.Never, To: model.Never}}
+				live[id] = true
 				if !lost {
 					c.tokens = append(c.tokens, token{ID: id, Gen: j.Gen})
 				}

@@ -38,6 +38,7 @@ type actor struct {
 
 func newActor(c *Client, q *sut.Queue) *actor {
 	w := program.NewWorld(q, c.Name)
+	w.Clock = c.clock()
 	return &actor{c: c, w: w, s: w.Sessions[0]}
 }
 
@@ -55,7 +56,7 @@ func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, erro
 		if err != nil {
 			return out, err
 		}
-		a.w.Apply(a.s, st, r)
+		a.w.Apply(a.s, st, r, f.At)
 		out = append(out, r)
 	}
 	return out, nil

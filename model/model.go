@@ -6,6 +6,7 @@ package model
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -31,25 +32,46 @@ const (
 // ExpireBy is how far into the past the expire hook moves a lease, as the seed's test hook does.
 const ExpireBy = time.Second
 
-// Job is one row as the specification sees it. LeaseUntil is in model time (see Queue.Now).
+// Job is one row as the specification sees it. Until is where its lease ends, in database
+// time: a claim in window w with lease L ends in w.Shift(L), so the model knows the end only
+// as well as the claim's clock readings bracket it. Later answers narrow it (a claim that
+// skipped the job saw it live, a refused completion saw it over).
 type Job struct {
 	ID         int64
 	State      State
 	Generation int64
-	LeaseUntil time.Duration
-	Locked     bool // row-locked by another session's open transaction
+	Until      Window
+	Lease      time.Duration // the length the last claim asked for
+	Claimed    Window        // when the last claim ran
+	Locked     bool          // row-locked by another session's open transaction
 }
 
-// LeaseLive reports whether a running job's lease has not run out at time now.
-func (j Job) LeaseLive(now time.Duration) bool { return j.State == Running && j.LeaseUntil > now }
+// LeaseAt says whether a running job's lease is live at a statement that ran in window at.
+func (j Job) LeaseAt(at Window) Liveness { return leaseAt(j.Until, at) }
 
-// Eligible reports whether a claim at time now may take this job (ignoring row locks).
-func (j Job) Eligible(now time.Duration) bool {
-	return j.State == Ready || (j.State == Running && j.LeaseUntil < now)
+// eligible says whether a claim in window at may take the job (ignoring row locks): yes for a
+// ready job, and for a running one whose lease is over; maybe while its end may lie in at.
+func (j Job) eligible(at Window) Liveness {
+	switch j.State {
+	case Ready:
+		return Live
+	case Running:
+		return Live - j.LeaseAt(at)
+	}
+	return Over
 }
 
-// Queue is the specification's whole state. Times are durations on one clock that the harness
-// advances; only comparisons between them matter, so the origin is arbitrary.
+// lease describes a running job's lease for verdicts: when it was claimed, how long, and
+// where its end lies.
+func (j Job) lease() string {
+	if j.Lease == 0 {
+		return fmt.Sprintf("its lease ends in %s", j.Until)
+	}
+	return fmt.Sprintf("claimed at %s with a %v lease, so its lease ends in %s", j.Claimed, j.Lease, j.Until)
+}
+
+// Queue is the specification's whole state. Times are database times, as offsets from an
+// origin the harness chose; only comparisons between them matter.
 type Queue struct {
 	Order Order
 	jobs  map[int64]*Job
@@ -176,27 +198,29 @@ func (q *Queue) Enqueue(id int64) error {
 	return nil
 }
 
-// Claimable returns the jobs a claim at time now may legally return, in the order the queue
-// promises to prefer them (for LowestID only the first is legal).
-func (q *Queue) Claimable(now time.Duration) []int64 {
+// Claimable returns the jobs a claim in window at must be able to return, certainly eligible
+// and unlocked, in id order (for LowestID only the first is legal).
+func (q *Queue) Claimable(at Window) []int64 {
 	var out []int64
 	for _, id := range q.ids {
-		j := q.jobs[id]
-		if j.Eligible(now) && !j.Locked {
+		if j := q.jobs[id]; j.eligible(at) == Live && !j.Locked {
 			out = append(out, id)
 		}
 	}
 	return out
 }
 
-// Claim checks a claim's answer (ok=false: no row) at time now with lease length lease, and applies
-// it. It returns a Violation when the answer is not one the specification allows.
-func (q *Queue) Claim(now, lease time.Duration, ok bool, id, gen int64) error {
-	claimable := q.Claimable(now)
+// Claim checks a claim's answer (ok=false: no row) in window at with lease length lease, and
+// applies it. It returns a Violation when the answer is not one the specification allows. A
+// job whose lease may end inside the window may be taken or skipped; either answer narrows
+// where its end lies.
+func (q *Queue) Claim(at Window, lease time.Duration, ok bool, id, gen int64) error {
+	claimable := q.Claimable(at)
 	if !ok {
 		if len(claimable) > 0 {
-			return Violate(PRecovery, "claim returned no job, but job %d is eligible and unlocked (%s)", claimable[0], q.describe(claimable[0], now))
+			return Violate(PRecovery, "claim at %s returned no job, but job %d is eligible and unlocked (%s)", at, claimable[0], q.describe(claimable[0]))
 		}
+		q.skipped(at, func(*Job) bool { return true })
 		return nil
 	}
 	j, exists := q.jobs[id]
@@ -206,49 +230,71 @@ func (q *Queue) Claim(now, lease time.Duration, ok bool, id, gen int64) error {
 	switch {
 	case j.State == Done:
 		return Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
-	case j.LeaseLive(now):
-		return Violate(PExclusion, "claim returned job %d, whose generation %d still holds a live lease", id, j.Generation)
+	case j.State == Running && j.LeaseAt(at) == Live:
+		return Violate(PExclusion, "claim at %s returned job %d, whose generation %d still held a lease that was certainly live: %s", at, id, j.Generation, j.lease())
 	case j.Locked:
 		return Violate(PSkipLocked, "claim returned job %d, which another session holds row-locked", id)
-	case j.State == Running && !j.Eligible(now):
-		return Violate(PExclusion, "claim returned job %d at the instant its lease ends", id)
 	}
 	if gen != j.Generation+1 {
 		return Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, gen, j.Generation, j.Generation+1)
 	}
-	if q.Order == LowestID && claimable[0] != id {
-		return Violate(PClaimOrder, "claim returned job %d, but job %d is the lowest eligible unlocked id", id, claimable[0])
+	if q.Order == LowestID {
+		if len(claimable) > 0 && claimable[0] < id {
+			return Violate(PClaimOrder, "claim returned job %d, but job %d is the lowest eligible unlocked id", id, claimable[0])
+		}
+		// Every lower job it passed over was not eligible when the claim looked at it.
+		q.skipped(at, func(o *Job) bool { return o.ID < id })
 	}
-	j.State, j.Generation, j.LeaseUntil = Running, gen, now+lease
+	if j.State == Running {
+		j.Until = j.Until.NotAfter(at.To)
+	}
+	j.State, j.Generation, j.Until, j.Lease, j.Claimed = Running, gen, at.Shift(lease), lease, at
 	return nil
 }
 
-// CompleteWouldSucceed is the specification of complete(id, gen) at time now.
-func (q *Queue) CompleteWouldSucceed(now time.Duration, id, gen int64) bool {
-	j, ok := q.jobs[id]
-	return ok && j.State == Running && j.Generation == gen && j.LeaseUntil > now
+// skipped narrows the leases a claim in window at passed over: each was not yet over when the
+// claim looked at it, so it ends no earlier than the window's start.
+func (q *Queue) skipped(at Window, which func(*Job) bool) {
+	for _, id := range q.ids {
+		j := q.jobs[id]
+		if j.State == Running && !j.Locked && which(j) && j.LeaseAt(at) == Uncertain {
+			j.Until = j.Until.NotBefore(at.From)
+		}
+	}
 }
 
-// Complete checks the number of rows a complete(id, gen) at time now reported, and applies it.
-func (q *Queue) Complete(now time.Duration, id, gen, rows int64) error {
-	want := q.CompleteWouldSucceed(now, id, gen)
+// CompleteWouldSucceed is the specification of complete(id, gen) in window at: Live when it
+// must succeed, Over when it must change nothing, Uncertain when the lease may end inside at.
+func (q *Queue) CompleteWouldSucceed(at Window, id, gen int64) Liveness {
+	j, ok := q.jobs[id]
+	if !ok || j.State != Running || j.Generation != gen {
+		return Over
+	}
+	return j.LeaseAt(at)
+}
+
+// Complete checks the number of rows a complete(id, gen) in window at reported, and applies it.
+func (q *Queue) Complete(at Window, id, gen, rows int64) error {
+	want := q.CompleteWouldSucceed(at, id, gen)
 	j := q.jobs[id]
 	switch {
 	case rows != 0 && rows != 1:
 		return Violate(PFencing, "complete(%d, gen %d) reported %d rows; a completion changes 0 or 1", id, gen, rows)
-	case want && rows == 0:
-		return Violate(PFencing, "complete(%d, gen %d) by the current owner with a live lease changed 0 rows", id, gen)
-	case !want && rows == 1:
-		return q.whyNotComplete(now, id, gen, j)
+	case want == Live && rows == 0:
+		return Violate(PFencing, "complete(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live: %s", id, gen, at, j.lease())
+	case want == Over && rows == 1:
+		return q.whyNotComplete(at, id, gen, j)
+	case want == Uncertain && rows == 0:
+		j.Until = j.Until.NotAfter(at.To)
 	}
-	if want {
+	if rows == 1 {
 		j.State = Done
 		q.completions[id]++
 	}
 	return nil
 }
 
-func (q *Queue) whyNotComplete(now time.Duration, id, gen int64, j *Job) error {
+func (q *Queue) whyNotComplete(at Window, id, gen int64, j *Job) error {
 	switch {
 	case j == nil:
 		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d does not exist", id, gen, id)
@@ -259,14 +305,14 @@ func (q *Queue) whyNotComplete(now time.Duration, id, gen int64, j *Job) error {
 	case j.Generation != gen:
 		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the current generation is %d: a stale generation completed the job", id, gen, j.Generation)
 	default:
-		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but its lease had expired", id, gen)
+		return Violate(PFencing, "complete(%d, gen %d) at %s changed 1 row, but its lease was certainly over: %s", id, gen, at, j.lease())
 	}
 }
 
-// Expire applies the test hook that moves a job's lease into the past.
-func (q *Queue) Expire(now time.Duration, id int64) {
+// Expire applies the test hook that moves a job's lease into the past, run in window at.
+func (q *Queue) Expire(at Window, id int64) {
 	if j, ok := q.jobs[id]; ok {
-		j.LeaseUntil = now - ExpireBy
+		j.Until, j.Lease = at.Shift(-ExpireBy), 0
 	}
 }
 
@@ -306,20 +352,29 @@ func (r Row) String() string {
 	return s
 }
 
-// Snapshot is what the queue's snapshot must equal at time now.
-func (q *Queue) Snapshot(now time.Duration) []Row {
-	out := make([]Row, 0, len(q.ids))
-	for _, id := range q.ids {
+// String is the specification's state, one job after another, each running one with where
+// its lease ends.
+func (q *Queue) String() string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, id := range q.ids {
 		j := q.jobs[id]
-		out = append(out, Row{ID: id, State: j.State, Generation: j.Generation, LeaseLive: j.LeaseLive(now)})
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d:%s/g%d", id, j.State, j.Generation)
+		if j.State == Running {
+			fmt.Fprintf(&b, "/ends %s", j.Until)
+		}
 	}
-	return out
+	b.WriteByte(']')
+	return b.String()
 }
 
-// CheckSnapshot compares a queue's snapshot with the specification at time now. The first
-// difference is reported as a violation of the property it breaks.
-func (q *Queue) CheckSnapshot(now time.Duration, got []Row) error {
-	want := q.Snapshot(now)
+// CheckSnapshot compares a queue's snapshot, read in window at, with the specification. The
+// first difference is reported as a violation of the property it breaks. A running job's
+// lease_live is judged only where the model is certain; elsewhere it narrows the lease's end.
+func (q *Queue) CheckSnapshot(at Window, got []Row) error {
 	if !sort.SliceIsSorted(got, func(a, b int) bool { return got[a].ID < got[b].ID }) {
 		return Violate(PRecovery, "snapshot is not ordered by id: %v", got)
 	}
@@ -327,32 +382,41 @@ func (q *Queue) CheckSnapshot(now time.Duration, got []Row) error {
 	for _, r := range got {
 		gi[r.ID] = r
 	}
-	for _, w := range want {
-		g, ok := gi[w.ID]
+	for _, id := range q.ids {
+		w := q.jobs[id]
+		g, ok := gi[id]
 		if !ok {
-			return Violate(PRecovery, "job %d is missing from the queue (lost)", w.ID)
+			return Violate(PRecovery, "job %d is missing from the queue (lost)", id)
 		}
 		if g.State != w.State {
 			p := PRecovery
 			if w.State == Done || g.State == Done {
 				p = PDoneOnce
 			}
-			return Violate(p, "job %d is %s in the queue, but the specification says %s", w.ID, g.State, w.State)
+			return Violate(p, "job %d is %s in the queue, but the specification says %s", id, g.State, w.State)
 		}
 		if g.Generation != w.Generation {
-			return Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", w.ID, g.Generation, w.Generation)
+			return Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", id, g.Generation, w.Generation)
 		}
-		if w.State == Running && g.LeaseLive != w.LeaseLive {
-			return Violate(PDBTime, "job %d's lease is %s in the queue, but the specification says %s", w.ID, liveWord(g.LeaseLive), liveWord(w.LeaseLive))
+		if w.State != Running {
+			continue
+		}
+		switch live := w.LeaseAt(at); {
+		case live == Uncertain && g.LeaseLive:
+			w.Until = w.Until.NotBefore(at.From)
+		case live == Uncertain:
+			w.Until = w.Until.NotAfter(at.To)
+		case g.LeaseLive != (live == Live):
+			return Violate(PDBTime, "job %d's lease is %s in a snapshot at %s, but it was %s: %s", id, liveWord(g.LeaseLive), at, live, w.lease())
 		}
 	}
-	if len(got) != len(want) {
+	if len(got) != len(q.ids) {
 		for _, r := range got {
 			if _, ok := q.jobs[r.ID]; !ok {
 				return Violate(PRecovery, "the queue holds job %d, which was never enqueued", r.ID)
 			}
 		}
-		return Violate(PRecovery, "the queue holds %d rows, the specification %d", len(got), len(want))
+		return Violate(PRecovery, "the queue holds %d rows, the specification %d", len(got), len(q.ids))
 	}
 	return nil
 }
@@ -364,10 +428,10 @@ func liveWord(b bool) string {
 	return "expired"
 }
 
-func (q *Queue) describe(id int64, now time.Duration) string {
+func (q *Queue) describe(id int64) string {
 	j := q.jobs[id]
 	if j.State == Running {
-		return fmt.Sprintf("running, generation %d, lease expired", j.Generation)
+		return fmt.Sprintf("running, generation %d, lease certainly over: %s", j.Generation, j.lease())
 	}
 	return string(j.State)
 }

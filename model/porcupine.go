@@ -14,15 +14,19 @@ package model
 //   - An operation whose outcome is unknown (the request was sent, the answer never came back)
 //     may or may not have taken effect, at any instant after it was called.
 //
-// Leases are modelled as live or expired, not as times: the harness gives every claim a lease
-// that outlives the run, so only the expire operation ends one. A history recorded with short
-// real leases would need a timed model; none is recorded that way.
+// Leases are database times. Each operation carries the window of database time in which it
+// ran (the clock read just before and just after it, see Window), and a claim the lease length
+// it asked for; a job's lease ends somewhere in the claim's window shifted by that length. An
+// operation sees a lease certainly live, certainly over, or either, and in the last case both
+// answers are legal. (Histories saved before leases were timed carry no windows and no lease
+// lengths: their claims' leases outlive the run, and only expire ends one.)
 
 import (
 	"fmt"
 	"hash/fnv"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -57,6 +61,10 @@ type Input struct {
 	// Strict marks a claim issued while no other session could hold a row lock or claim
 	// concurrently: an empty answer to it must be justified by no job being eligible.
 	Strict bool `json:"strict,omitempty"`
+	// At is the database time the statement ran in (To is Never when its answer was lost).
+	At Window `json:"at,omitempty"`
+	// Lease is the lease length a claim asked for (0: one that outlives the run).
+	Lease time.Duration `json:"lease,omitempty"`
 }
 
 // Outcome says whether an operation's answer came back.
@@ -103,30 +111,52 @@ func JobOf(in Input, out Output) (int64, bool) {
 }
 
 // JobState is one job as the concurrent model sees it; the zero value is "not enqueued".
-// Live is kept false unless the job is running, so that equal states compare equal.
+// Until, where a running job's lease ends, is kept zero otherwise, so that equal states
+// compare equal.
 type JobState struct {
 	Exists bool
 	State  State
 	Gen    int64
-	Live   bool
+	Until  Window
 }
 
-func (s JobState) eligible() bool {
-	return s.Exists && (s.State == Ready || (s.State == Running && !s.Live))
+// eligible: may a claim in window at take the job (Live: it must be able to).
+func (s JobState) eligible(at Window) Liveness {
+	switch {
+	case !s.Exists:
+		return Over
+	case s.State == Ready:
+		return Live
+	case s.State == Running:
+		return Live - leaseAt(s.Until, at)
+	}
+	return Over
 }
 
-func (s JobState) completable(gen int64) bool {
-	return s.Exists && s.State == Running && s.Gen == gen && s.Live
+func (s JobState) completable(gen int64, at Window) Liveness {
+	if !s.Exists || s.State != Running || s.Gen != gen {
+		return Over
+	}
+	return leaseAt(s.Until, at)
+}
+
+// claimedState is the job after a claim in window at with the given lease.
+func claimedState(gen int64, at Window, lease time.Duration) JobState {
+	until := Window{Never, Never}
+	if lease != 0 {
+		until = at.Shift(lease)
+	}
+	return JobState{Exists: true, State: Running, Gen: gen, Until: until}
 }
 
 func (s JobState) String() string {
 	switch {
 	case !s.Exists:
 		return "not enqueued"
-	case s.State == Running && s.Live:
+	case s.State == Running && s.Until.From == Never:
 		return fmt.Sprintf("running g%d live", s.Gen)
 	case s.State == Running:
-		return fmt.Sprintf("running g%d expired", s.Gen)
+		return fmt.Sprintf("running g%d, lease ends %s", s.Gen, s.Until)
 	}
 	return fmt.Sprintf("%s g%d", s.State, s.Gen)
 }
@@ -157,17 +187,17 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 		}
 		switch {
 		case unknown && !out.Found: // may have claimed this job, or another, or nothing
-			if s.eligible() {
-				return JobState{Exists: true, State: Running, Gen: s.Gen + 1, Live: true}, nil
+			if s.eligible(in.At) != Over {
+				return claimedState(s.Gen+1, in.At, in.Lease), nil
 			}
 			return s, nil
 		case unknown: // a committed-or-not claim whose answer is known
-			if s.eligible() && out.Gen == s.Gen+1 {
-				return JobState{Exists: true, State: Running, Gen: out.Gen, Live: true}, nil
+			if s.eligible(in.At) != Over && out.Gen == s.Gen+1 {
+				return claimedState(out.Gen, in.At, in.Lease), nil
 			}
 			return s, nil
 		case !out.Found:
-			if in.Strict && s.eligible() {
+			if in.Strict && s.eligible(in.At) == Live {
 				return s, Violate(PRecovery, "claim returned no job, but job %d was eligible (%s) and no other session could hold it", id, s)
 			}
 			return s, nil
@@ -177,29 +207,30 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 			return s, Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
 		case s.State == Done:
 			return s, Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
-		case s.State == Running && s.Live:
-			return s, Violate(PExclusion, "claim returned job %d (generation %d) while generation %d still held a live lease", id, out.Gen, s.Gen)
+		case s.State == Running && leaseAt(s.Until, in.At) == Live:
+			return s, Violate(PExclusion, "claim at %s returned job %d (generation %d) while generation %d still held a lease that was certainly live (it ends %s)", in.At, id, out.Gen, s.Gen, s.Until)
 		case out.Gen != s.Gen+1:
 			return s, Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, out.Gen, s.Gen, s.Gen+1)
 		}
-		return JobState{Exists: true, State: Running, Gen: out.Gen, Live: true}, nil
+		return claimedState(out.Gen, in.At, in.Lease), nil
 
 	case OpComplete:
 		id, g := in.Job, in.Gen
-		would := s.completable(g)
+		would := s.completable(g, in.At)
+		done := JobState{Exists: true, State: Done, Gen: s.Gen}
 		if unknown {
-			if would {
-				return JobState{Exists: true, State: Done, Gen: s.Gen}, nil
+			if would != Over {
+				return done, nil
 			}
 			return s, nil
 		}
 		switch {
 		case out.Rows != 0 && out.Rows != 1:
 			return s, Violate(PFencing, "complete(%d, gen %d) reported %d rows; a completion changes 0 or 1", id, g, out.Rows)
-		case would && out.Rows == 0:
-			return s, Violate(PFencing, "complete(%d, gen %d) by the current owner with a live lease changed 0 rows", id, g)
-		case would:
-			return JobState{Exists: true, State: Done, Gen: s.Gen}, nil
+		case would == Live && out.Rows == 0:
+			return s, Violate(PFencing, "complete(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live (it ends %s)", id, g, in.At, s.Until)
+		case would != Over && out.Rows == 1:
+			return done, nil
 		case out.Rows == 0:
 			return s, nil
 		case !s.Exists:
@@ -211,11 +242,14 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 		case s.Gen != g:
 			return s, Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the current generation is %d: a stale generation completed the job", id, g, s.Gen)
 		}
-		return s, Violate(PFencing, "complete(%d, gen %d) changed 1 row, but its lease had expired", id, g)
+		return s, Violate(PFencing, "complete(%d, gen %d) at %s changed 1 row, but its lease was certainly over (it ended %s)", id, g, in.At, s.Until)
 
 	case OpExpire:
 		if s.State == Running {
-			s.Live = false
+			s.Until = in.At.Shift(-ExpireBy)
+			if in.At.To == Never { // may have run at any time after its call
+				s.Until.To = Never
+			}
 		}
 		return s, nil
 
@@ -236,8 +270,10 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 			return s, Violate(p, "a snapshot shows job %d %s, but it must be %s", id, out.State, s)
 		case out.Gen != s.Gen:
 			return s, Violate(PGenerations, "a snapshot shows job %d at generation %d, but it must be %s", id, out.Gen, s)
-		case s.State == Running && out.Live != s.Live:
-			return s, Violate(PDBTime, "a snapshot shows job %d's lease %s, but it must be %s", id, liveWord(out.Live), s)
+		case s.State == Running:
+			if l := leaseAt(s.Until, in.At); l != Uncertain && out.Live != (l == Live) {
+				return s, Violate(PDBTime, "a snapshot at %s shows job %d's lease %s, but it was %s (%s)", in.At, id, liveWord(out.Live), l, s)
+			}
 		}
 		return s, nil
 	}
@@ -271,8 +307,9 @@ func Ignored(in Input, out Output) bool {
 //   - A claim with an unknown outcome may have claimed any one job. It is copied into every
 //     job's partition as "may have claimed this job". That over-approximates (the copies may
 //     claim several jobs), which can hide a bug but never raise a false alarm. Each copy can
-//     act only while its job is eligible, and a job becomes eligible only through its enqueue
-//     or an expiry, so at most (enqueues + expiries) copies can take effect in one partition;
+//     act only while its job is eligible, and a job becomes eligible only through its enqueue,
+//     an expiry or a claim whose lease ends by itself, so at most that many copies can take
+//     effect in one partition (all of them, when the copies' own leases end by themselves);
 //     copies are interchangeable except for their call times, and an earlier-called copy can
 //     be linearized wherever a later-called one can, so keeping only that many, the earliest
 //     called, decides exactly the same thing. This keeps long histories cheap.
@@ -317,6 +354,11 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 		sort.SliceStable(ops, func(a, b int) bool { return ops[a].Call < ops[b].Call })
 	}
 	byCall(unknownClaims)
+	// A copy whose own lease ends by itself can be followed by another copy: keep them all.
+	timedUnknown := false
+	for _, op := range unknownClaims {
+		timedUnknown = timedUnknown || op.Input.(Input).Lease != 0
+	}
 	byCall(unknownEnqueues)
 	ids := make([]int64, 0, len(byJob))
 	for id := range byJob {
@@ -338,6 +380,10 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 				}
 			case OpExpire:
 				windows++
+			case OpClaim:
+				if in.Lease != 0 { // a lease that ends by itself makes the job eligible again
+					windows++
+				}
 			case OpComplete:
 				if o.Outcome == Returned && o.Rows == 1 && (doneBy < 0 || op.Return < doneBy) {
 					doneBy = op.Return
@@ -355,7 +401,7 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 			part = append(part, copyFor(unknownEnqueues[0], id))
 			windows++
 		}
-		if everyCopy {
+		if everyCopy || timedUnknown {
 			windows = len(unknownClaims)
 		}
 		for i := 0; i < windows && i < len(unknownClaims); i++ {
@@ -392,7 +438,7 @@ func Porcupine() porcupine.Model {
 		Hash: func(state any) uint64 {
 			s := state.(JobState)
 			h := fnv.New64a()
-			fmt.Fprintf(h, "%t/%s/%d/%t", s.Exists, s.State, s.Gen, s.Live)
+			fmt.Fprintf(h, "%t/%s/%d/%d/%d", s.Exists, s.State, s.Gen, s.Until.From, s.Until.To)
 			return h.Sum64()
 		},
 		DescribeOperation: func(input, output any) string { return DescribeOp(input.(Input), output.(Output)) },
@@ -447,7 +493,10 @@ func DescribeOp(in Input, out Output) string {
 		if out.Outcome == Returned {
 			answer = "absent"
 			if out.Found {
-				answer = (JobState{Exists: true, State: out.State, Gen: out.Gen, Live: out.Live && out.State == Running}).String()
+				answer = fmt.Sprintf("%s g%d", out.State, out.Gen)
+				if out.State == Running {
+					answer += " " + liveWord(out.Live)
+				}
 			}
 		}
 	case OpLock, OpUnlock:

@@ -12,6 +12,9 @@ import (
 
 const inf = math.MaxInt64
 
+// forever is the lease of a claim in a history without times: it outlives the run.
+var forever = Window{Never, Never}
+
 // op builds a history operation; ret inf means the outcome is unknown.
 func op(client int, call, ret int64, in Input, out Output) porcupine.Operation {
 	if ret == inf && out.Outcome == Returned {
@@ -136,8 +139,8 @@ func TestLinearPorcupineHandmade(t *testing.T) {
 
 // TestStepJobNamesTheProperty: each illegal step names the promise it breaks.
 func TestLinearStepJobNamesTheProperty(t *testing.T) {
-	running := JobState{Exists: true, State: Running, Gen: 2, Live: true}
-	expiredRunning := JobState{Exists: true, State: Running, Gen: 2}
+	running := JobState{Exists: true, State: Running, Gen: 2, Until: forever}
+	expiredRunning := JobState{Exists: true, State: Running, Gen: 2, Until: At(-ExpireBy)}
 	done := JobState{Exists: true, State: Done, Gen: 2}
 	cases := []struct {
 		s    JobState
@@ -248,9 +251,9 @@ func wholeQueue(jobs int) porcupine.Model {
 			case in.Kind == OpClaim && out.Outcome == Unknown:
 				res := []any{s}
 				for i := 0; i < jobs; i++ {
-					if s[i].eligible() {
+					if s[i].eligible(At(0)) != Over {
 						n := s
-						n[i] = JobState{Exists: true, State: Running, Gen: s[i].Gen + 1, Live: true}
+						n[i] = JobState{Exists: true, State: Running, Gen: s[i].Gen + 1, Until: forever}
 						res = append(res, n)
 					}
 				}
@@ -267,7 +270,7 @@ func wholeQueue(jobs int) porcupine.Model {
 				return res
 			case in.Kind == OpClaim && in.Strict:
 				for i := 0; i < jobs; i++ {
-					if s[i].eligible() {
+					if s[i].eligible(At(0)) != Over {
 						return nil
 					}
 				}
@@ -370,10 +373,10 @@ func legalOp(t *rapid.T, s *wholeState, jobs int, next *int64, applied bool) (In
 		return Input{Kind: OpEnqueue}, Output{Job: id}
 	case 1:
 		for i := 0; i < jobs; i++ {
-			if s[i].eligible() {
+			if s[i].eligible(At(0)) != Over {
 				out := Output{Found: true, Job: int64(i + 1), Gen: s[i].Gen + 1}
 				if applied {
-					s[i] = JobState{Exists: true, State: Running, Gen: s[i].Gen + 1, Live: true}
+					s[i] = JobState{Exists: true, State: Running, Gen: s[i].Gen + 1, Until: forever}
 				}
 				return Input{Kind: OpClaim}, out
 			}
@@ -382,7 +385,7 @@ func legalOp(t *rapid.T, s *wholeState, jobs int, next *int64, applied bool) (In
 	case 2:
 		g := j.Gen - int64(rapid.IntRange(0, 1).Draw(t, "stale"))
 		rows := int64(0)
-		if j.completable(g) {
+		if j.completable(g, At(0)) == Live {
 			rows = 1
 			if applied {
 				*j = JobState{Exists: true, State: Done, Gen: j.Gen}
@@ -391,9 +394,9 @@ func legalOp(t *rapid.T, s *wholeState, jobs int, next *int64, applied bool) (In
 		return Input{Kind: OpComplete, Job: job, Gen: g}, Output{Rows: rows}
 	case 3:
 		if applied && j.State == Running {
-			j.Live = false
+			j.Until = At(-ExpireBy)
 		}
 		return Input{Kind: OpExpire, Job: job}, Output{}
 	}
-	return Input{Kind: OpObserve, Job: job}, Output{Found: j.Exists, State: j.State, Gen: j.Gen, Live: j.Live}
+	return Input{Kind: OpObserve, Job: job}, Output{Found: j.Exists, State: j.State, Gen: j.Gen, Live: j.State == Running && leaseAt(j.Until, At(0)) == Live}
 }

@@ -95,13 +95,13 @@ func (l *Lab) makeTemplates(ctx context.Context) (ids [4]int64, kinds [4]string,
 		return notMeasurable("making one job of each kind through the contract: %s: %v (the Prop tests say more)", what, err)
 	}
 	for i := range ids {
-		if ids[i], err = l.s.Enqueue(ctx, `{"order_id": "ord-1"}`); err != nil {
+		if ids[i], _, err = l.s.Enqueue(ctx, `{"order_id": "ord-1"}`); err != nil {
 			return ids, kinds, contract("enqueue", err)
 		}
 	}
 	taken := map[int64]string{}
 	claim := func(kind string) (int64, int64, error) {
-		id, gen, ok, err := l.s.Claim(ctx, templateLease)
+		id, gen, ok, _, err := l.s.Claim(ctx, templateLease)
 		if err == nil && !ok {
 			err = errors.New("no job returned")
 		}
@@ -118,7 +118,7 @@ func (l *Lab) makeTemplates(ctx context.Context) (ids [4]int64, kinds [4]string,
 	if err != nil {
 		return ids, kinds, err
 	}
-	if n, err := l.s.Complete(ctx, id, gen); err != nil || n != 1 {
+	if n, _, err := l.s.Complete(ctx, id, gen); err != nil || n != 1 {
 		if err == nil {
 			err = fmt.Errorf("completed %d rows for its own live claim", n)
 		}
@@ -131,7 +131,7 @@ func (l *Lab) makeTemplates(ctx context.Context) (ids [4]int64, kinds [4]string,
 	if id, _, err = claim(kindExpired); err != nil {
 		return ids, kinds, err
 	}
-	if err := l.s.Expire(ctx, id); err != nil {
+	if _, err := l.s.Expire(ctx, id); err != nil {
 		return ids, kinds, contract("expire", err)
 	}
 	for i, id := range ids {

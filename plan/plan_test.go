@@ -56,7 +56,7 @@ func snapshot(t *testing.T, l *Lab) []model.Row {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rows, err := s.Snapshot(context.Background())
+	rows, _, err := s.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestFillMatchesContract(t *testing.T) {
 				if err := w.Begin(ctx); err != nil {
 					t.Fatal(err)
 				}
-				id, _, ok, err := w.Claim(ctx, claimLease)
+				id, _, ok, _, err := w.Claim(ctx, claimLease)
 				if err != nil {
 					t.Fatal(err)
 				}

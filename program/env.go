@@ -34,12 +34,13 @@ const (
 func WorkerName(i int) string { return fmt.Sprintf("w%d", i) }
 func LockerName(i int) string { return fmt.Sprintf("locker%d", i) }
 
-// Env is the sequential world: the installed queue, the model, a session per name, and the
-// model clock. Sessions survive Reset so that a property run costs a TRUNCATE, not connections.
+// Env is the sequential world: the installed queue, the model, a session per name. Every
+// queue statement runs between two readings of the database clock, and the model judges it at
+// that window of database time. Sessions survive Reset so that a property run costs a
+// TRUNCATE, not connections.
 type Env struct {
 	In    *sut.Installed
 	Model *model.Queue
-	Now   time.Duration // model time: advances only by the pauses operations take
 	W     *World
 	conns map[string]*sut.Session
 
@@ -52,6 +53,8 @@ type Env struct {
 
 	answers []string // the current operation's answers
 	step    answers
+	stepAt  model.Window // database time from the current step's first statement to its last
+	timed   bool         // a lease of its own length or a real pause ran: traces show db time
 }
 
 // NewEnv connects the sessions for a queue already installed: the reader, the workers and
@@ -112,7 +115,7 @@ func (e *Env) Reset(ctx context.Context) error {
 		return err
 	}
 	e.Model = model.New(e.In.Queue.Order)
-	e.Now, e.Trace, e.Ops, e.Last = 0, nil, nil, nil
+	e.Trace, e.Ops, e.Last, e.timed = nil, nil, nil, false
 	return nil
 }
 
@@ -140,7 +143,7 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 		}
 		return nil
 	}
-	e.answers, e.step = nil, answers{}
+	e.answers, e.step, e.stepAt = nil, answers{}, model.Window{From: -1}
 	var err error
 	switch o := op.(type) {
 	case Procedure:
@@ -159,6 +162,9 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 	line := op.String()
 	if a := e.answer(op); a != "" {
 		line = fmt.Sprintf("%-28s -> %s", line, a)
+	}
+	if e.timed && e.stepAt.From >= 0 {
+		line += "  @" + e.stepAt.String()
 	}
 	e.Trace = append(e.Trace, line)
 	e.Ops = append(e.Ops, op)
@@ -199,14 +205,25 @@ func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
 	}
 	var out []Result
 	for _, stmt := range st.Stmts(e.W) {
+		floor := e.W.Clock.Latest()
 		r := stmt.Exec(ctx, e.conns[s.Name])
 		out = append(out, r)
+		at := e.W.Clock.Window(r.Clock, floor)
+		if r.Clock.Known() {
+			if e.stepAt.From < 0 {
+				e.stepAt.From = at.From
+			}
+			e.stepAt.To = at.To
+		}
+		if stmt.Kind == KClaim && stmt.Lease != LongLease {
+			e.timed = true
+		}
 		if a := stmt.Answer(r); a != "" {
 			e.answers = append(e.answers, a)
 		}
 		e.step.note(stmt, r)
-		err := e.check(s, stmt, r)
-		e.W.Apply(s, stmt, r)
+		err := e.check(s, stmt, r, at)
+		e.W.Apply(s, stmt, r, at)
 		if err != nil {
 			return out, err
 		}
@@ -223,12 +240,12 @@ func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
 		return &HarnessError{ctx.Err()}
 	case <-t.C:
 	}
-	e.Now += d
+	e.timed = true
 	return nil
 }
 
 // check judges one statement's answer by the sequential specification.
-func (e *Env) check(s *Session, st Stmt, r Result) error {
+func (e *Env) check(s *Session, st Stmt, r Result, at model.Window) error {
 	if r.Err != nil {
 		switch st.Kind {
 		case KBegin, KCommit, KRollback, KSleep:
@@ -245,13 +262,13 @@ func (e *Env) check(s *Session, st Stmt, r Result) error {
 	case KEnqueue:
 		return e.Model.Enqueue(r.Out.Job)
 	case KClaim:
-		return e.Model.Claim(e.Now, st.Lease, r.Out.Found, r.Out.Job, r.Out.Gen)
+		return e.Model.Claim(at, st.Lease, r.Out.Found, r.Out.Job, r.Out.Gen)
 	case KComplete:
-		return e.Model.Complete(e.Now, st.Job, st.Gen, r.Out.Rows)
+		return e.Model.Complete(at, st.Job, st.Gen, r.Out.Rows)
 	case KExpire:
-		e.Model.Expire(e.Now, st.Job)
+		e.Model.Expire(at, st.Job)
 	case KSnapshot:
-		return e.Model.CheckSnapshot(e.Now, r.Rows)
+		return e.Model.CheckSnapshot(at, r.Rows)
 	case KLock:
 		e.Model.Lock(st.Job)
 	case KCommit, KRollback:
@@ -321,11 +338,12 @@ func (e *Env) drained(d Drain) error {
 
 // Check compares the queue's snapshot with the model.
 func (e *Env) Check(ctx context.Context) error {
-	rows, err := e.conns[Reader].Snapshot(ctx)
+	floor := e.W.Clock.Latest()
+	rows, clk, err := e.conns[Reader].Snapshot(ctx)
 	if err != nil {
 		return queueErr(err)
 	}
-	return e.Model.CheckSnapshot(e.Now, rows)
+	return e.Model.CheckSnapshot(e.W.Clock.Window(clk, floor), rows)
 }
 
 // Program renders the trace as a numbered list, for failure messages and reports.

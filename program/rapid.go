@@ -209,5 +209,5 @@ func FailProperty(t Failer, p model.Property, msg string) {
 // what the model expected the queue to hold.
 func Report(e *Env, err error) string {
 	return fmt.Sprintf("%v\nqueue: %s\nprogram (queue's answers):\n%smodel now: %v\n",
-		err, e.In.Queue.Source, e.Program(), e.Model.Snapshot(e.Now))
+		err, e.In.Queue.Source, e.Program(), e.Model)
 }

@@ -34,7 +34,7 @@ func FindingOf(ctx context.Context, env *Env, budget time.Duration) *Finding {
 	f.Program = &Program{Header: map[string]string{}, Ops: ops}
 	f.Program.SetVerdict(v)
 	f.Trace = env.Program()
-	f.Model = fmt.Sprint(env.Model.Snapshot(env.Now))
+	f.Model = env.Model.String()
 	return f
 }
 
@@ -74,7 +74,7 @@ func Unreduced(env *Env) *Finding {
 	p := &Program{Header: map[string]string{}, Ops: env.Executed()}
 	p.SetVerdict(v)
 	return &Finding{Violation: v, Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: Sequential,
-		Program: p, Trace: env.Program(), Model: fmt.Sprint(env.Model.Snapshot(env.Now))}
+		Program: p, Trace: env.Program(), Model: env.Model.String()}
 }
 
 // RunOutside runs body as a test would run outside `go test`, and returns what it logged and

@@ -38,11 +38,13 @@ type Stmt struct {
 	Sleep   time.Duration // sleep
 }
 
-// Result is what came back. Out holds the answer in the form a history records it.
+// Result is what came back. Out holds the answer in the form a history records it; Clock
+// the database time the queue's statement ran in (zero for the harness's own statements).
 type Result struct {
-	Out  model.Output
-	Rows []model.Row // snapshot
-	Err  error
+	Out   model.Output
+	Rows  []model.Row // snapshot
+	Clock sut.Clock
+	Err   error
 }
 
 // Exec sends the statement on s and waits for its answer. It touches nothing but s, so a
@@ -50,19 +52,20 @@ type Result struct {
 func (st Stmt) Exec(ctx context.Context, s *sut.Session) Result {
 	switch st.Kind {
 	case KEnqueue:
-		id, err := s.Enqueue(ctx, st.Payload)
-		return Result{Out: model.Output{Job: id}, Err: err}
+		id, clk, err := s.Enqueue(ctx, st.Payload)
+		return Result{Out: model.Output{Job: id}, Clock: clk, Err: err}
 	case KClaim:
-		id, gen, ok, err := s.Claim(ctx, st.Lease)
-		return Result{Out: model.Output{Found: ok, Job: id, Gen: gen}, Err: err}
+		id, gen, ok, clk, err := s.Claim(ctx, st.Lease)
+		return Result{Out: model.Output{Found: ok, Job: id, Gen: gen}, Clock: clk, Err: err}
 	case KComplete:
-		n, err := s.Complete(ctx, st.Job, st.Gen)
-		return Result{Out: model.Output{Rows: n}, Err: err}
+		n, clk, err := s.Complete(ctx, st.Job, st.Gen)
+		return Result{Out: model.Output{Rows: n}, Clock: clk, Err: err}
 	case KExpire:
-		return Result{Err: s.Expire(ctx, st.Job)}
+		clk, err := s.Expire(ctx, st.Job)
+		return Result{Clock: clk, Err: err}
 	case KSnapshot:
-		rows, err := s.Snapshot(ctx)
-		return Result{Rows: rows, Err: err}
+		rows, clk, err := s.Snapshot(ctx)
+		return Result{Rows: rows, Clock: clk, Err: err}
 	case KLock:
 		return Result{Err: s.Lock(ctx, st.Job)}
 	case KBegin:
@@ -83,7 +86,7 @@ func (st Stmt) Input() model.Input {
 	case KEnqueue:
 		return model.Input{Kind: model.OpEnqueue, Payload: st.Payload}
 	case KClaim:
-		return model.Input{Kind: model.OpClaim}
+		return model.Input{Kind: model.OpClaim, Lease: st.Lease}
 	case KComplete:
 		return model.Input{Kind: model.OpComplete, Job: st.Job, Gen: st.Gen}
 	case KExpire:
@@ -134,7 +137,7 @@ func (st Stmt) Answer(r Result) string {
 		if !r.Out.Found {
 			return "none"
 		}
-		return Token{r.Out.Job, r.Out.Gen}.String()
+		return Token{ID: r.Out.Job, Gen: r.Out.Gen}.String()
 	case KComplete:
 		if r.Out.Rows == 1 {
 			return fmt.Sprintf("job %d gen %d: 1 row", st.Job, st.Gen)

@@ -6,11 +6,17 @@ import (
 	"time"
 
 	"pgqcheck/internal/textfmt"
+	"pgqcheck/model"
 	"pgqcheck/sut"
 )
 
-// Token is what a claim hands a worker: the job and the generation it must present.
-type Token struct{ ID, Gen int64 }
+// Token is what a claim hands a worker: the job and the generation it must present, and
+// where, on the database clock, the lease it asked for ends (as far as the claim's clock
+// readings tell).
+type Token struct {
+	ID, Gen int64
+	Until   model.Window
+}
 
 func (t Token) String() string { return fmt.Sprintf("job %d gen %d", t.ID, t.Gen) }
 
@@ -65,11 +71,14 @@ type World struct {
 	CanLock   bool          // the queue ships lock.sql
 	Lease     time.Duration // the lease of a claim that names none
 	payloads  int
+	// Clock is the run's database time, which every statement's window is counted in (a
+	// concurrent run's recorder shares it).
+	Clock *DBClock
 }
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
-	w := &World{CanLock: q.Lock != "", Lease: LongLease}
+	w := &World{CanLock: q.Lock != "", Lease: LongLease, Clock: &DBClock{}}
 	for _, n := range names {
 		w.Sessions = append(w.Sessions, &Session{Name: n, Lives: 1})
 	}
@@ -85,6 +94,7 @@ func (w *World) Reset() {
 		*s = Session{Name: s.Name, Lives: s.Lives}
 	}
 	w.Jobs, w.Claims, w.payloads = nil, nil, 0
+	w.Clock.Reset()
 }
 
 // Session returns the named session ("" is the default one).
@@ -135,8 +145,9 @@ func (w *World) free(s *Session, id int64) bool {
 	return !w.NoWaits || o == nil || o == s
 }
 
-// Apply records what a statement of session s answered: tokens, transaction state, locks.
-func (w *World) Apply(s *Session, st Stmt, r Result) {
+// Apply records what a statement of session s answered: tokens, transaction state, locks. at
+// is the database time it ran in.
+func (w *World) Apply(s *Session, st Stmt, r Result, at model.Window) {
 	if r.Err != nil {
 		switch {
 		case st.Kind == KCommit || st.Kind == KRollback:
@@ -152,7 +163,7 @@ func (w *World) Apply(s *Session, st Stmt, r Result) {
 		w.Jobs = append(w.Jobs, r.Out.Job)
 	case KClaim:
 		if r.Out.Found {
-			t := Token{r.Out.Job, r.Out.Gen}
+			t := Token{ID: r.Out.Job, Gen: r.Out.Gen, Until: at.Shift(st.Lease)}
 			s.Tokens = append(s.Tokens, t)
 			w.Claims = append(w.Claims, t)
 			s.Claimed = s.Claimed || s.InTxn

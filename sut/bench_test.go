@@ -31,7 +31,7 @@ func BenchmarkReset(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				for i := 0; i < 30; i++ {
-					if _, err := s.Enqueue(ctx, fmt.Sprintf(`{"n":%d}`, i)); err != nil {
+					if _, _, err := s.Enqueue(ctx, fmt.Sprintf(`{"n":%d}`, i)); err != nil {
 						b.Fatal(err)
 					}
 				}

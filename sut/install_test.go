@@ -99,7 +99,7 @@ CREATE SEQUENCE q.other START 7;`,
 			}
 			defer s.Close()
 			for i := 0; i < 3; i++ {
-				id, err := s.Enqueue(ctx, `{}`)
+				id, _, err := s.Enqueue(ctx, `{}`)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,7 +114,7 @@ CREATE SEQUENCE q.other START 7;`,
 			if err := s.Conn().QueryRow(ctx, "SELECT (SELECT count(*) FROM q.jobs) + (SELECT count(*) FROM q.audit), nextval('q.other')").Scan(&rows, &next); err != nil {
 				t.Fatal(err)
 			}
-			id, err := s.Enqueue(ctx, `{}`)
+			id, _, err := s.Enqueue(ctx, `{}`)
 			if err != nil {
 				t.Fatal(err)
 			}

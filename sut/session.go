@@ -19,6 +19,8 @@ type Session struct {
 	PID  uint32
 	conn *pgx.Conn
 	q    *Queue
+
+	stmts map[string]*pgconn.StatementDescription // the queue's statements, prepared
 }
 
 // SessionOptions tune a session for the mode it serves.
@@ -102,70 +104,75 @@ func (e *ErrMultipleRows) Violation() *model.Violation {
 }
 
 // Enqueue adds a job with the given JSON payload and returns its id.
-func (s *Session) Enqueue(ctx context.Context, payload string) (int64, error) {
+func (s *Session) Enqueue(ctx context.Context, payload string) (int64, Clock, error) {
+	r, clk, err := s.timed(ctx, FileEnqueue, s.q.Enqueue, payload)
 	var id int64
-	err := s.conn.QueryRow(ctx, s.q.Enqueue, payload).Scan(&id)
-	return id, stmtErr(FileEnqueue, err)
+	if err == nil {
+		err = s.one(r, &id)
+	}
+	return id, clk, stmtErr(FileEnqueue, err)
 }
 
 // Claim asks for a job with the given lease length. ok is false when the queue returned no row.
-func (s *Session) Claim(ctx context.Context, lease time.Duration) (id, gen int64, ok bool, err error) {
-	rows, err := s.conn.Query(ctx, s.q.Claim, lease)
+func (s *Session) Claim(ctx context.Context, lease time.Duration) (id, gen int64, ok bool, clk Clock, err error) {
+	r, clk, err := s.timed(ctx, FileClaim, s.q.Claim, lease)
 	if err != nil {
-		return 0, 0, false, stmtErr(FileClaim, err)
+		return 0, 0, false, clk, stmtErr(FileClaim, err)
 	}
-	var got [][2]int64
-	for rows.Next() {
-		var r [2]int64
-		if err := rows.Scan(&r[0], &r[1]); err != nil {
-			rows.Close()
-			return 0, 0, false, stmtErr(FileClaim, err)
+	got := make([][2]int64, len(r.rows))
+	for i := range r.rows {
+		if err := s.scan(r, i, &got[i][0], &got[i][1]); err != nil {
+			return 0, 0, false, clk, stmtErr(FileClaim, err)
 		}
-		got = append(got, r)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, 0, false, stmtErr(FileClaim, err)
 	}
 	switch len(got) {
 	case 0:
-		return 0, 0, false, nil
+		return 0, 0, false, clk, nil
 	case 1:
-		return got[0][0], got[0][1], true, nil
+		return got[0][0], got[0][1], true, clk, nil
 	}
-	return 0, 0, false, &ErrMultipleRows{got}
+	return 0, 0, false, clk, &ErrMultipleRows{got}
 }
 
 // Complete presents (id, generation) and returns how many rows the queue says it completed.
-func (s *Session) Complete(ctx context.Context, id, gen int64) (int64, error) {
+func (s *Session) Complete(ctx context.Context, id, gen int64) (int64, Clock, error) {
+	r, clk, err := s.timed(ctx, FileComplete, s.q.Complete, id, gen)
 	var n int64
-	err := s.conn.QueryRow(ctx, s.q.Complete, id, gen).Scan(&n)
-	return n, stmtErr(FileComplete, err)
+	if err == nil {
+		err = s.one(r, &n)
+	}
+	return n, clk, stmtErr(FileComplete, err)
 }
 
 // Expire runs the test hook that moves a job's lease into the past.
-func (s *Session) Expire(ctx context.Context, id int64) error {
-	_, err := s.conn.Exec(ctx, s.q.Expire, id)
-	return stmtErr(FileExpire, err)
+func (s *Session) Expire(ctx context.Context, id int64) (Clock, error) {
+	_, clk, err := s.timed(ctx, FileExpire, s.q.Expire, id)
+	return clk, stmtErr(FileExpire, err)
 }
 
 // Snapshot reads every job.
-func (s *Session) Snapshot(ctx context.Context) ([]model.Row, error) {
-	rows, err := s.conn.Query(ctx, s.q.Snapshot)
+func (s *Session) Snapshot(ctx context.Context) ([]model.Row, Clock, error) {
+	r, clk, err := s.timed(ctx, FileSnapshot, s.q.Snapshot)
 	if err != nil {
-		return nil, stmtErr(FileSnapshot, err)
+		return nil, clk, stmtErr(FileSnapshot, err)
 	}
-	var out []model.Row
-	for rows.Next() {
-		var r model.Row
+	out := make([]model.Row, len(r.rows))
+	for i := range r.rows {
 		var state string
-		if err := rows.Scan(&r.ID, &state, &r.Generation, &r.LeaseLive); err != nil {
-			rows.Close()
-			return nil, stmtErr(FileSnapshot, err)
+		if err := s.scan(r, i, &out[i].ID, &state, &out[i].Generation, &out[i].LeaseLive); err != nil {
+			return nil, clk, stmtErr(FileSnapshot, err)
 		}
-		r.State = model.State(state)
-		out = append(out, r)
+		out[i].State = model.State(state)
 	}
-	return out, stmtErr(FileSnapshot, rows.Err())
+	return out, clk, nil
+}
+
+// one decodes a statement that returns exactly one row.
+func (s *Session) one(r result, dst ...any) error {
+	if len(r.rows) != 1 {
+		return fmt.Errorf("returned %d rows, want exactly one", len(r.rows))
+	}
+	return s.scan(r, 0, dst...)
 }
 
 // CanLock reports whether the queue ships lock.sql, without which lockers cannot run.

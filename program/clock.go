@@ -1,0 +1,68 @@
+package program
+
+import (
+	"sync"
+	"time"
+
+	"pgqcheck/model"
+	"pgqcheck/sut"
+)
+
+// DBClock turns a statement's clock readings into database time as the model counts it:
+// offsets from the first reading of a run. It is safe for concurrent use, so that every
+// session of a concurrent run shares one origin.
+type DBClock struct {
+	mu     sync.Mutex
+	origin time.Time
+	latest time.Duration // the latest reading so far
+	seen   time.Time     // when (on this machine's clock) that reading came back
+}
+
+// Reset starts a new run: the next reading is the new origin.
+func (c *DBClock) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.origin, c.latest, c.seen = time.Time{}, 0, time.Time{}
+}
+
+// Latest is the latest database time read so far: a statement sent after it returned ran
+// no earlier.
+func (c *DBClock) Latest() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.latest
+}
+
+// Estimate guesses the database time now from the latest reading and the time since. It
+// decides how long to pause; nothing is judged by it.
+func (c *DBClock) Estimate() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen.IsZero() {
+		return c.latest
+	}
+	return c.latest + time.Since(c.seen)
+}
+
+// Window is the span of database time a statement ran in. A missing first reading (the
+// answer was lost, or the transaction had already failed) is bounded by floor, the latest
+// reading before the statement was sent; a missing last one by nothing: the statement may
+// have taken effect at any later time.
+func (c *DBClock) Window(r sut.Clock, floor time.Duration) model.Window {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.origin.IsZero() && !r.From.IsZero() {
+		c.origin = r.From
+	}
+	at := model.Window{From: floor, To: model.Never}
+	if !r.From.IsZero() {
+		at.From = r.From.Sub(c.origin)
+	}
+	if !r.To.IsZero() {
+		at.To = r.To.Sub(c.origin)
+		if at.To > c.latest {
+			c.latest, c.seen = at.To, time.Now()
+		}
+	}
+	return at
+}

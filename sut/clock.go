@@ -1,0 +1,165 @@
+package sut
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Clock is the span of database time in which a statement ran: clock_timestamp() read just
+// before it and just after it, in the same round trip. Each reading is a transaction of its
+// own outside an explicit one (a Sync after each), so in autocommit the statement's now(),
+// its clock_timestamp() and its commit all lie within [From, To]. A slow machine widens the
+// span; nothing about it is guessed.
+type Clock struct{ From, To time.Time }
+
+// Known reports whether both readings came back.
+func (c Clock) Known() bool { return !c.From.IsZero() && !c.To.IsZero() }
+
+const clockSQL = "SELECT clock_timestamp()"
+
+// result is one statement's rows, raw, with the types to decode them by.
+type result struct {
+	fields []pgconn.FieldDescription
+	rows   [][][]byte
+	tag    pgconn.CommandTag
+}
+
+// timed runs one of the queue's statements between two clock readings in a single pipeline.
+// The statement is prepared once per session under its file's name, so that its parameters
+// are encoded by the types the server inferred, as pgx's own query path does.
+func (s *Session) timed(ctx context.Context, file, sql string, args ...any) (result, Clock, error) {
+	sd, err := s.prepared(ctx, file, sql)
+	if err != nil {
+		return result{}, Clock{}, err
+	}
+	var eqb pgx.ExtendedQueryBuilder
+	if err := eqb.Build(s.conn.TypeMap(), sd, args); err != nil {
+		return result{}, Clock{}, err
+	}
+	clock, err := s.prepared(ctx, "clock", clockSQL)
+	if err != nil {
+		return result{}, Clock{}, err
+	}
+	binary := []int16{pgx.BinaryFormatCode}
+	p := s.conn.PgConn().StartPipeline(ctx)
+	p.SendQueryStatement(clock, nil, nil, binary)
+	p.SendPipelineSync()
+	p.SendQueryStatement(sd, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+	p.SendPipelineSync()
+	p.SendQueryStatement(clock, nil, nil, binary)
+	p.SendPipelineSync()
+	if err := p.Flush(); err != nil {
+		p.Close()
+		return result{}, Clock{}, err
+	}
+	var clk Clock
+	var res result
+	var stmtErr, readErr error
+	for i := 0; i < 3; i++ {
+		r, err := readOne(p)
+		if err != nil && !isServerError(err) {
+			readErr = err
+			break
+		}
+		switch i {
+		case 0:
+			if err == nil {
+				clk.From, _ = s.clockOf(r)
+			}
+		case 1:
+			res, stmtErr = r, err
+		case 2:
+			if err == nil {
+				clk.To, _ = s.clockOf(r)
+			}
+		}
+	}
+	if err := p.Close(); err != nil && readErr == nil {
+		readErr = err
+	}
+	if readErr != nil {
+		return result{}, clk, readErr
+	}
+	return res, clk, stmtErr
+}
+
+// readOne reads one query's rows and the sync after it. A server error is the query's
+// answer (the pipeline goes on after the sync); any other error ends the pipeline.
+func readOne(p *pgconn.Pipeline) (result, error) {
+	var res result
+	got, err := p.GetResults()
+	if err == nil {
+		rr, ok := got.(*pgconn.ResultReader)
+		if !ok {
+			return result{}, fmt.Errorf("pipeline: expected a result, got %T", got)
+		}
+		r := rr.Read()
+		res, err = result{fields: r.FieldDescriptions, rows: r.Rows, tag: r.CommandTag}, r.Err
+	}
+	if err != nil && !isServerError(err) {
+		return result{}, err
+	}
+	if serr := expectSync(p); serr != nil {
+		return result{}, serr
+	}
+	return res, err
+}
+
+func expectSync(p *pgconn.Pipeline) error {
+	got, err := p.GetResults()
+	if err != nil {
+		return err
+	}
+	if _, ok := got.(*pgconn.PipelineSync); !ok {
+		return fmt.Errorf("pipeline: expected a sync, got %T", got)
+	}
+	return nil
+}
+
+func isServerError(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg)
+}
+
+func (s *Session) clockOf(r result) (time.Time, error) {
+	if len(r.rows) != 1 || len(r.rows[0]) != 1 {
+		return time.Time{}, fmt.Errorf("clock_timestamp() returned %d rows", len(r.rows))
+	}
+	var t time.Time
+	err := s.conn.TypeMap().Scan(r.fields[0].DataTypeOID, r.fields[0].Format, r.rows[0][0], &t)
+	return t, err
+}
+
+// prepared returns the session's prepared statement for a file, preparing it on first use.
+func (s *Session) prepared(ctx context.Context, file, sql string) (*pgconn.StatementDescription, error) {
+	if sd, ok := s.stmts[file]; ok {
+		return sd, nil
+	}
+	sd, err := s.conn.Prepare(ctx, "pgqcheck_"+file, sql)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]*pgconn.StatementDescription{}
+	}
+	s.stmts[file] = sd
+	return sd, nil
+}
+
+// scan decodes one row's columns into dst, by the types the server sent.
+func (s *Session) scan(r result, row int, dst ...any) error {
+	if len(r.fields) < len(dst) {
+		return fmt.Errorf("returned %d columns, want %d", len(r.fields), len(dst))
+	}
+	for i, d := range dst {
+		if err := s.conn.TypeMap().Scan(r.fields[i].DataTypeOID, r.fields[i].Format, r.rows[row][i], d); err != nil {
+			return fmt.Errorf("column %d (%s): %w", i+1, r.fields[i].Name, err)
+		}
+	}
+	return nil
+}
