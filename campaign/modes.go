@@ -36,7 +36,7 @@ type Worker struct {
 	Seed       uint64
 	ShrinkTime time.Duration // rapid's shrinking budget per failure
 	// CatchOnly: only catching matters (the kill table), so a failure is not shrunk beyond
-	// rapid's budget.
+	// rapid's budget, nor its program reduced.
 	CatchOnly bool
 	Tally     *Tally
 	Saver     *Saver
@@ -112,6 +112,9 @@ func (m sequential) Start(ctx context.Context, w *Worker) (Hunter, error) {
 		return nil, err
 	}
 	e.realTime = m.realTime
+	if w.CatchOnly {
+		e.catchOnly()
+	}
 	return &seqHunter{w: w, e: e, mode: m.Name()}, nil
 }
 

@@ -354,10 +354,19 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 		sort.SliceStable(ops, func(a, b int) bool { return ops[a].Call < ops[b].Call })
 	}
 	byCall(unknownClaims)
-	// A copy whose own lease ends by itself can be followed by another copy: keep them all.
+	// A lease that ends by itself within the history makes its job eligible again; one that
+	// outlives the history's last clock reading does not. A copy whose own lease can end so can
+	// be followed by another copy: then every copy is kept.
+	last := time.Duration(0)
+	for _, op := range history {
+		if in, ok := op.Input.(Input); ok && in.At.To != Never {
+			last = max(last, in.At.To)
+		}
+	}
+	lapses := func(in Input) bool { return in.Lease != 0 && in.At.From+in.Lease <= last }
 	timedUnknown := false
 	for _, op := range unknownClaims {
-		timedUnknown = timedUnknown || op.Input.(Input).Lease != 0
+		timedUnknown = timedUnknown || lapses(op.Input.(Input))
 	}
 	byCall(unknownEnqueues)
 	ids := make([]int64, 0, len(byJob))
@@ -381,7 +390,7 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 			case OpExpire:
 				windows++
 			case OpClaim:
-				if in.Lease != 0 { // a lease that ends by itself makes the job eligible again
+				if lapses(in) {
 					windows++
 				}
 			case OpComplete:

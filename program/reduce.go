@@ -39,11 +39,16 @@ func SameFailure(a, b error) bool {
 	return a != nil && b != nil && IsHarness(a) == IsHarness(b)
 }
 
+// NoReduction is the budget of a reduction that only confirms the failure: the kill table's,
+// where a mutant only needs catching and shrinking proves nothing.
+const NoReduction time.Duration = -1
+
 // Reduce is the one reducer, for sequential and scheduled programs alike: it removes chunks of
 // operations (halves first, down to single ones) for as long as the rest still fails with the
 // same property, replaying each candidate with run. It stops early, keeping the smallest
-// program reached, once budget has passed (0: no limit) or ctx is done. Harness errors are not
-// reduced. It returns the reduced program and its failure.
+// program reached, once budget has passed (0: no limit; NoReduction: replay once, remove
+// nothing) or ctx is done. Harness errors are not reduced. It returns the reduced program and
+// its failure.
 func Reduce(ctx context.Context, ops []Op, budget time.Duration, run func([]Op) error) ([]Op, error) {
 	want := run(ops)
 	var v *model.Violation
@@ -51,7 +56,9 @@ func Reduce(ctx context.Context, ops []Op, budget time.Duration, run func([]Op) 
 		return ops, want
 	}
 	deadline := time.Now().Add(budget)
-	over := func() bool { return ctx.Err() != nil || (budget > 0 && time.Now().After(deadline)) }
+	over := func() bool {
+		return ctx.Err() != nil || budget < 0 || (budget > 0 && time.Now().After(deadline))
+	}
 	for changed := true; changed && !over(); {
 		changed = false
 		for chunk := max(1, len(ops)/2); chunk >= 1 && !over(); chunk /= 2 {

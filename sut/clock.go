@@ -57,36 +57,38 @@ func (s *Session) timed(ctx context.Context, file, sql string, args ...any) (res
 		p.Close()
 		return result{}, Clock{}, err
 	}
+	// From here the statement was sent: an answer that does not come back leaves its outcome
+	// unknown, whatever the connection says, until its own sync has been read (in autocommit,
+	// the statement has then committed); a lost last reading costs only the window's end.
 	var clk Clock
-	var res result
-	var stmtErr, readErr error
-	for i := 0; i < 3; i++ {
-		r, err := readOne(p)
-		if err != nil && !isServerError(err) {
-			readErr = err
-			break
-		}
-		switch i {
-		case 0:
-			if err == nil {
-				clk.From, _ = s.clockOf(r)
-			}
-		case 1:
-			res, stmtErr = r, err
-		case 2:
-			if err == nil {
-				clk.To, _ = s.clockOf(r)
-			}
-		}
+	r, err := readOne(p)
+	if err != nil && !isServerError(err) {
+		p.Close()
+		return result{}, clk, &LostReply{err}
 	}
-	if err := p.Close(); err != nil && readErr == nil {
-		readErr = err
+	if err == nil {
+		clk.From, _ = s.clockOf(r)
 	}
-	if readErr != nil {
-		return result{}, clk, readErr
+	res, stmtErr := readOne(p)
+	if stmtErr != nil && !isServerError(stmtErr) {
+		p.Close()
+		return result{}, clk, &LostReply{stmtErr}
 	}
+	if r, err := readOne(p); err == nil {
+		clk.To, _ = s.clockOf(r)
+	}
+	_ = p.Close()
 	return res, clk, stmtErr
 }
+
+// LostReply is a statement that was sent and whose answer did not come back: it may have
+// taken effect. It is never safe to retry, whatever the connection's own error says (a
+// connection closed under a pipeline reports itself as safe, since its next request is).
+type LostReply struct{ Err error }
+
+func (e *LostReply) Error() string     { return e.Err.Error() }
+func (e *LostReply) Unwrap() error     { return e.Err }
+func (e *LostReply) SafeToRetry() bool { return false }
 
 // readOne reads one query's rows and the sync after it. A server error is the query's
 // answer (the pipeline goes on after the sync); any other error ends the pipeline.
