@@ -149,7 +149,7 @@ type Flight struct {
 	call  int64
 	floor time.Duration // the latest database time read before it was sent
 	done  chan program.Result
-	res  *program.Result
+	res   *program.Result
 }
 
 // Send sends a statement on its own goroutine and returns at once.

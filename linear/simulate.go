@@ -48,7 +48,7 @@ func Simulate(cfg SimConfig) *History {
 	}
 	jobs := map[int64]*model.JobState{}
 	live := map[int64]bool{} // running with a lease that outlives the run: simulated histories carry no times
-	var eligible []int64 // ready or expired, in no particular order
+	var eligible []int64     // ready or expired, in no particular order
 	var running []int64
 	remove := func(list []int64, id int64) []int64 {
 		for i, x := range list {

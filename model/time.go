@@ -43,7 +43,7 @@ func add(t, d time.Duration) time.Duration {
 }
 
 func (w Window) String() string {
-	if w.From == w.To {
+	if Stamp(w.From) == Stamp(w.To) {
 		return Stamp(w.From)
 	}
 	return Stamp(w.From) + ".." + Stamp(w.To)

@@ -3,6 +3,7 @@ package program
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"pgqcheck/model"
 )
@@ -27,7 +28,11 @@ type Counts struct {
 	Drains               int64 `json:"drains"`
 	DrainedJobs          int64 `json:"drained_jobs"`
 	ShortLeases          int64 `json:"short_leases"`
-	Errors               int64 `json:"errors"` // statements that failed (property 9)
+	TimedClaims          int64 `json:"timed_claims"` // claims asking a lease of their own length, which ends by itself
+	RealPauses           int64 `json:"real_pauses"`  // steps that let real time pass
+	PausedMillis         int64 `json:"paused_ms"`    // how long they paused in all
+	TxnClaims            int64 `json:"txn_claims"`   // claims inside a transaction operation
+	Errors               int64 `json:"errors"`       // statements that failed (property 9)
 	// What only concurrent histories show.
 	Ops        int64 `json:"ops,omitempty"`         // recorded operations, observations included
 	Snapshots  int64 `json:"snapshots,omitempty"`   // snapshot statements
@@ -68,6 +73,10 @@ func (c *Counts) Add(o Counts) {
 	c.Drains += o.Drains
 	c.DrainedJobs += o.DrainedJobs
 	c.ShortLeases += o.ShortLeases
+	c.TimedClaims += o.TimedClaims
+	c.RealPauses += o.RealPauses
+	c.PausedMillis += o.PausedMillis
+	c.TxnClaims += o.TxnClaims
 	c.Errors += o.Errors
 	c.Ops += o.Ops
 	c.Snapshots += o.Snapshots
@@ -82,6 +91,8 @@ type answers struct {
 	enqueued          int
 	claims, empty     int
 	accepted, refused int
+	timed             int           // claims with a lease of their own length
+	slept             time.Duration // real time the operation paused for
 }
 
 func (a *answers) note(st Stmt, r Result) {
@@ -97,6 +108,9 @@ func (a *answers) note(st Stmt, r Result) {
 		} else {
 			a.empty++
 		}
+		if st.Lease != LongLease && st.Lease != 0 {
+			a.timed++
+		}
 	case KComplete:
 		if r.Out.Rows == 0 {
 			a.refused++
@@ -111,6 +125,11 @@ func (c *Counts) observe(op Op, a answers, err error) {
 	var v *model.Violation
 	if errors.As(err, &v) && v.Property == model.PNoErrors {
 		c.Errors++
+	}
+	c.TimedClaims += int64(a.timed)
+	if a.slept > 0 {
+		c.RealPauses++
+		c.PausedMillis += a.slept.Milliseconds()
 	}
 	claimsAndCompletions := func() {
 		c.Claims += int64(a.claims)
@@ -130,6 +149,9 @@ func (c *Counts) observe(op Op, a answers, err error) {
 		claimsAndCompletions()
 	case ShortLease:
 		c.ShortLeases++
+		claimsAndCompletions()
+	case ClaimTxn:
+		c.TxnClaims++
 		claimsAndCompletions()
 	case Expire, ExpireClaim:
 		c.Expiries++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -12,6 +13,8 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
+
+const ms = time.Millisecond
 
 // TestCounts runs a program through every kind of step on the seed queue, the model checking
 // each answer, and compares what Env counted with what the program did.
@@ -43,15 +46,33 @@ func TestCounts(t *testing.T) {
 		program.Lock{S: "locker1", Job: 3}, //
 		program.Terminate{S: "locker1"},
 		program.Complete{S: "w1", Back: 1}, // job 1 gen 1: an older token, refused
+		program.Enqueue{N: 2},              // jobs 4 and 5
+		// Claims job 4 with a 200 ms lease 50 ms after BEGIN, and presents it after the lease
+		// ran out: refused, though now() (the transaction's start) is long before the lease's end.
+		program.ClaimTxn{S: "w2", Wait: 50 * ms, Lease: 200 * ms, Hold: 300 * ms, Complete: true, Commit: true},
+		program.ClaimTxn{S: "w0", Complete: true},           // job 4 gen 2, completed, rolled back: as before
+		program.Claim{S: "w1", Lease: 300 * ms},             // job 4 gen 2
+		program.Near{W: "w1", Margin: 100 * ms},             // still live
+		program.Complete{S: "w1"},                           // accepted
+		program.Sleep{D: 20 * ms},                           //
+		program.Claim{S: "w0", Lease: 200 * ms},             // job 5
+		program.Near{W: "w0", Margin: 50 * ms, After: true}, // over
+		program.Complete{S: "w0"},                           // refused
 	}
 	for _, op := range steps {
 		if err := env.Step(ctx, op); err != nil {
 			t.Fatalf("%s: %v\n%s", op, err, env.Program())
 		}
 	}
-	want := program.Counts{Enqueued: 3, Claims: 4, EmptyClaims: 1, Completions: 2, RejectedCompletions: 3,
+	want := program.Counts{Enqueued: 5, Claims: 8, EmptyClaims: 1, Completions: 4, RejectedCompletions: 5,
 		StaleTokenCompletion: 1, Expiries: 1, Pauses: 2, Locks: 2, Releases: 2, Cancels: 1, Terminates: 1,
-		Crashes: 1, Drains: 1, DrainedJobs: 1, ShortLeases: 1}
+		Crashes: 1, Drains: 1, DrainedJobs: 1, ShortLeases: 1, TimedClaims: 4, RealPauses: 4, TxnClaims: 2}
+	// The pauses: 350 ms in the transaction, about 200 ms, 20 ms, about 250 ms.
+	if p := env.Counts.PausedMillis; p < 700 || p > 1500 {
+		t.Errorf("paused %d ms in all, want about 820", p)
+	}
+	want.PausedMillis = env.Counts.PausedMillis
+	t.Logf("%s", env.Program())
 	if env.Counts != want {
 		t.Errorf("counted\n%+v\nwant\n%+v\n%s", env.Counts, want, env.Program())
 	}

@@ -130,7 +130,8 @@ func (e *Env) Close() {
 // model, and returns the violation or error it met. A harness failure (not a verdict on the
 // queue) is returned as a *HarnessError.
 func (e *Env) Step(ctx context.Context, op Op) error {
-	if c, ok := op.(Compound); ok {
+	_, txn := op.(Transaction)
+	if c, ok := op.(Compound); ok && !txn {
 		// Each part is a step of its own, checked and traced alone: programs read, count,
 		// save and reduce in simple operations.
 		for _, part := range c.Parts() {
@@ -155,6 +156,8 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 		}
 	case Step:
 		_, err = e.Do(ctx, o)
+	case Transaction:
+		err = e.transaction(ctx, o)
 	default:
 		err = &HarnessError{fmt.Errorf("%s: not an operation a sequential program runs", op)}
 	}
@@ -175,6 +178,39 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 	return err
 }
 
+// transaction runs a transaction operation as one step. Its claims and completions are judged
+// as they return (nothing else runs until it ends, and its row locks keep every other session
+// off its rows meanwhile); a transaction that does not commit leaves the model as it found it.
+func (e *Env) transaction(ctx context.Context, tx Transaction) error {
+	s := e.W.Session(tx.Session())
+	if s == nil {
+		return &HarnessError{fmt.Errorf("%s: no session %q in this world", tx, tx.Session())}
+	}
+	before, committed := e.Model.Clone(), false
+	s.Work = true
+	for _, part := range tx.Parts() {
+		if !part.Applicable(e.W) {
+			continue
+		}
+		var err error
+		switch p := part.(type) {
+		case Procedure:
+			err = p.Run(ctx, e)
+		case Step:
+			wasAborted := s.Aborted
+			_, err = e.Do(ctx, p)
+			committed = committed || (p == Step(Commit{S: s.Name}) && err == nil && !wasAborted)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !committed {
+		e.Model = before
+	}
+	return nil
+}
+
 // answer is the operation's answers in words.
 func (e *Env) answer(op Op) string {
 	switch o := op.(type) {
@@ -190,6 +226,8 @@ func (e *Env) answer(op Op) string {
 		}
 	case Drain:
 		return fmt.Sprintf("%d completed", e.step.accepted)
+	case Near:
+		return fmt.Sprintf("slept %v", e.step.slept.Round(time.Millisecond))
 	}
 	return strings.Join(e.answers, "; ")
 }
@@ -241,6 +279,7 @@ func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 	}
 	e.timed = true
+	e.step.slept += d
 	return nil
 }
 

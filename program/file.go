@@ -103,16 +103,64 @@ func init() {
 	}
 	rule(fmtShortEarly, short(false))
 	rule(fmtShortLate, short(true))
-	rule("begin; claim; commit", func(s string, _ []string) (Op, error) { return ClaimTxn{S: s, Commit: true}, nil })
-	rule("begin; claim; rollback", func(s string, _ []string) (Op, error) { return ClaimTxn{S: s}, nil })
-	rule("begin; claim; complete it; commit", func(s string, _ []string) (Op, error) {
-		return ClaimTxn{S: s, Complete: true, Commit: true}, nil
+	grammar = append(grammar, syntax{"begin; ...; claim; ...", regexp.MustCompile(`^(begin; .*claim.*; (?:commit|rollback))$`), parseClaimTxn})
+	rule(fmtSleep, func(_ string, v []string) (Op, error) {
+		d, err := dur(v[0])
+		return Sleep{D: d}, err
 	})
-	rule("begin; claim; complete it; rollback", func(s string, _ []string) (Op, error) { return ClaimTxn{S: s, Complete: true}, nil })
+	near := func(after bool) func(s string, v []string) (Op, error) {
+		return func(s string, v []string) (Op, error) {
+			d, err := dur(v[0])
+			return Near{W: s, Margin: d, After: after}, err
+		}
+	}
+	rule(fmtNearBefore, near(false))
+	rule(fmtNearAfter, near(true))
 	rule("begin; lock job %d; commit", func(s string, v []string) (Op, error) {
 		return LockTxn{S: s, Job: int64(num(v[0])), Commit: true}, nil
 	})
 	rule("begin; lock job %d; rollback", func(s string, v []string) (Op, error) { return LockTxn{S: s, Job: int64(num(v[0]))}, nil })
+}
+
+// parseClaimTxn reads a claim transaction's line: its parts, separated by "; ", each as the
+// part prints alone (the pauses, the claim with or without a lease), and "complete it".
+func parseClaimTxn(s string, v []string) (Op, error) {
+	o := ClaimTxn{S: s}
+	parts := strings.Split(v[0], "; ")
+	claimed := false
+	for i, part := range parts {
+		switch {
+		case i == 0 && part == fmtBegin:
+		case i == len(parts)-1 && (part == fmtCommit || part == fmtRollback):
+			o.Commit = part == fmtCommit
+		case part == fmtCompleteIt && claimed:
+			o.Complete = true
+		case strings.HasPrefix(part, "pause "):
+			d, err := dur(strings.TrimPrefix(part, "pause "))
+			if err != nil {
+				return nil, err
+			}
+			if claimed {
+				o.Hold = d
+			} else {
+				o.Wait = d
+			}
+		case part == fmtClaim && !claimed:
+			claimed = true
+		case strings.HasPrefix(part, "claim lease ") && !claimed:
+			d, err := dur(strings.TrimPrefix(part, "claim lease "))
+			if err != nil {
+				return nil, err
+			}
+			o.Lease, claimed = d, true
+		default:
+			return nil, fmt.Errorf("%q is not a part of a claim transaction (begin; [pause D;] claim [lease D]; [pause D;] [complete it;] commit or rollback)", part)
+		}
+	}
+	if !claimed {
+		return nil, fmt.Errorf("a claim transaction claims")
+	}
+	return o, nil
 }
 
 var sessionWord = regexp.MustCompile(`^([a-z]+\d+) (.+)$`)

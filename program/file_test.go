@@ -16,7 +16,10 @@ var examples = []Op{
 	Cancel{S: "locker0"}, Terminate{S: "s1"}, Crash{W: "w0"}, Drain{S: "w2"},
 	Overslept{W: "w2"}, Replaced{W: "w0", By: "w2"}, ShortLease{W: "w1"}, ShortLease{W: "w0", Late: true},
 	ClaimTxn{S: "s1"}, ClaimTxn{S: "s1", Commit: true}, ClaimTxn{S: "s2", Complete: true}, ClaimTxn{S: "s0", Complete: true, Commit: true},
+	ClaimTxn{S: "w1", Wait: 300 * time.Millisecond, Lease: 250 * time.Millisecond, Hold: 600 * time.Millisecond, Complete: true, Commit: true},
+	ClaimTxn{S: "w0", Hold: 100 * time.Millisecond},
 	LockTxn{S: "s1", Job: 2}, LockTxn{S: "s2", Job: 1, Commit: true},
+	Sleep{D: 300 * time.Millisecond}, Near{W: "w0", Margin: 50 * time.Millisecond}, Near{W: "w2", Margin: 1500 * time.Millisecond, After: true},
 }
 
 // Every operation must read back from the line it prints: saved programs are those lines.

@@ -3,7 +3,10 @@ package program
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	"pgqcheck/model"
 )
 
 // Op is one operation of a program, in every mode. It prints itself (String, exactly what
@@ -73,7 +76,10 @@ const (
 // lands within a few milliseconds of a 1 s lease; the late one 500 ms after it ran out), so the
 // outcome never depends on scheduling noise and a run stays deterministic for shrinking.
 const (
-	LongLease     = time.Hour
+	LongLease = time.Hour
+	// MaxNearLease bounds the leases a pause waits out to their end: a run pauses seconds,
+	// never an hour.
+	MaxNearLease  = 5 * time.Second
 	ShortLeaseLen = time.Second
 	LatePause     = ShortLeaseLen + 500*time.Millisecond
 	// EarlyBudget is how long an early completion may take after its claim before the run
@@ -107,6 +113,10 @@ const (
 	fmtReplaced        = "pause past lease, %s claim, %s complete"
 	fmtShortEarly      = "claim %v lease, complete at once"
 	fmtShortLate       = "claim %v lease, pause %v, complete"
+	fmtSleep           = "pause %v"
+	fmtCompleteIt      = "complete it" // a claim transaction's completion of its own claim
+	fmtNearBefore      = "pause until %v before its lease ends"
+	fmtNearAfter       = "pause until %v after its lease ends"
 )
 
 func on(s string) string {
@@ -114,6 +124,69 @@ func on(s string) string {
 		return ""
 	}
 	return s + " "
+}
+
+// Sleep lets real time pass for every session: leases run out on the database clock while
+// nothing happens.
+type Sleep struct{ D time.Duration }
+
+func (o Sleep) String() string                          { return fmt.Sprintf(fmtSleep, o.D) }
+func (o Sleep) Applicable(w *World) bool                { return o.D > 0 }
+func (o Sleep) Run(ctx context.Context, r Runner) error { return r.Sleep(ctx, o.D) }
+
+// Near: worker W pauses until Margin before (or, After, Margin past) the end of its newest
+// lease, as far as the claim's clock readings place that end: just before, the lease must
+// still be live to every check; just after, it must be over. What runs next (another worker's
+// claim, W's completion, the snapshot after every step) lands at the lease's edge, where a
+// margin applied the wrong way, a lease shorter than asked or a clock read at the wrong
+// instant shows.
+type Near struct {
+	W      string
+	Margin time.Duration
+	After  bool
+}
+
+func (o Near) String() string {
+	if o.After {
+		return on(o.W) + fmt.Sprintf(fmtNearAfter, o.Margin)
+	}
+	return on(o.W) + fmt.Sprintf(fmtNearBefore, o.Margin)
+}
+
+// target is the database time the pause ends at, and whether W holds a lease that ends by itself.
+func (o Near) target(w *World) (time.Duration, bool) {
+	s, ok := idle(w, o.W)
+	if !ok {
+		return 0, false
+	}
+	t, ok := s.newest(0)
+	if !ok || t.Lease > MaxNearLease || t.Until.To == model.Never {
+		return 0, false
+	}
+	if o.After {
+		return t.Until.To + o.Margin, true
+	}
+	return t.Until.From - o.Margin, true
+}
+
+func (o Near) Applicable(w *World) bool {
+	_, ok := o.target(w)
+	return ok
+}
+
+// Run sleeps until the target by the best guess of the database's time now. The guess only
+// decides how long to sleep: every check after it is judged by measured windows, so a wrong
+// guess costs a check's power, never a false alarm.
+func (o Near) Run(ctx context.Context, r Runner) error {
+	w := r.World()
+	at, ok := o.target(w)
+	if !ok {
+		return nil
+	}
+	if d := at - w.Clock.Estimate(); d > 0 {
+		return r.Sleep(ctx, d)
+	}
+	return nil
 }
 
 // idle reports whether a session exists and may issue a statement now.
@@ -124,7 +197,7 @@ func idle(w *World, name string) (*Session, bool) {
 
 // outsideTxnWork: in a world where only row locks live in transactions, queue statements
 // run outside them.
-func outsideTxnWork(w *World, s *Session) bool { return !w.NoTxnWork || !s.InTxn }
+func outsideTxnWork(w *World, s *Session) bool { return !w.NoTxnWork || !s.InTxn || s.Work }
 
 // Enqueue adds N jobs.
 type Enqueue struct {
@@ -295,7 +368,7 @@ func (o Begin) String() string { return on(o.S) + fmtBegin }
 func (o Begin) On() string     { return o.S }
 func (o Begin) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && !s.InTxn && !w.NoTxnWork
+	return ok && !s.InTxn && (!w.NoTxnWork || s.Work)
 }
 func (o Begin) Stmts(w *World) []Stmt { return []Stmt{{Kind: KBegin}} }
 
@@ -408,24 +481,37 @@ func (o Replaced) Applicable(w *World) bool {
 	return o.By != o.W && w.Session(o.By) != nil && Pause{W: o.W}.Applicable(w)
 }
 
-// ClaimTxn claims inside a transaction, completes the claimed job in it when asked, and ends it.
+// Transaction is an operation that is one transaction of one session. A sequential run runs it
+// as one step, checked when it has ended (a snapshot in between would see none of its work);
+// a scheduler interleaves its parts with other sessions' statements.
+type Transaction interface {
+	Compound
+	Session() string
+}
+
+// ClaimTxn claims inside a transaction, completes the claimed job in it when asked, and ends
+// it. Wait pauses between BEGIN and the claim, Hold between the claim and the completion: a
+// claim inside a transaction that began earlier is where now() (the transaction's start) and
+// clock_timestamp() part ways, as the seed's Step 4 warns. Lease is the claim's own (zero:
+// the world's).
 type ClaimTxn struct {
 	S                string
 	Complete, Commit bool
+	Wait, Hold       time.Duration
+	Lease            time.Duration
 }
 
-func (o ClaimTxn) String() string {
-	s := "begin; claim; "
-	if o.Complete {
-		s += "complete it; "
-	}
-	if o.Commit {
-		return on(o.S) + s + "commit"
-	}
-	return on(o.S) + s + "rollback"
-}
+func (o ClaimTxn) String() string  { return on(o.S) + txnLine(o.Parts(), o.S) }
+func (o ClaimTxn) Session() string { return o.S }
 func (o ClaimTxn) Parts() []Op {
-	parts := []Op{Begin{S: o.S}, Claim{S: o.S}}
+	parts := []Op{Begin{S: o.S}}
+	if o.Wait > 0 {
+		parts = append(parts, Sleep{D: o.Wait})
+	}
+	parts = append(parts, Claim{S: o.S, Lease: o.Lease})
+	if o.Hold > 0 {
+		parts = append(parts, Sleep{D: o.Hold})
+	}
 	if o.Complete {
 		parts = append(parts, completeClaimed{S: o.S})
 	}
@@ -434,7 +520,23 @@ func (o ClaimTxn) Parts() []Op {
 	}
 	return append(parts, Rollback{S: o.S})
 }
-func (o ClaimTxn) Applicable(w *World) bool { return Begin{S: o.S}.Applicable(w) }
+func (o ClaimTxn) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && !s.InTxn
+}
+
+// txnLine prints a transaction's parts on one line, each without the session they share.
+func txnLine(parts []Op, s string) string {
+	var out []string
+	for _, p := range parts {
+		if _, ok := p.(completeClaimed); ok {
+			out = append(out, fmtCompleteIt)
+			continue
+		}
+		out = append(out, strings.TrimPrefix(p.String(), on(s)))
+	}
+	return strings.Join(out, "; ")
+}
 
 // LockTxn holds a job's row lock in a transaction, as the seed's manual-locker does, and ends it.
 type LockTxn struct {
@@ -457,6 +559,7 @@ func (o LockTxn) Parts() []Op {
 	}
 	return []Op{Begin{S: o.S}, Lock{S: o.S, Job: o.Job}, end}
 }
+func (o LockTxn) Session() string { return o.S }
 func (o LockTxn) Applicable(w *World) bool {
 	return Begin{S: o.S}.Applicable(w) && Lock{S: o.S, Job: o.Job}.Applicable(w)
 }

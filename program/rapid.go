@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -44,13 +45,29 @@ func (w Weights) At(x int) string {
 // SequentialWeights is the Prop state machine's mix. The seed's hard case (claim, pause past
 // the lease, reclaim, stale completion) needs claims, pauses and completions to dominate; a
 // drain ends most interesting states. Lock and release apply only to queues with lock.sql;
-// short leases only to the real-time property.
+// the real-time kinds (timed-claim, near-end, real-pause) only to the real-time property,
+// where a claim transaction also waits before its claim and before its completion.
 var SequentialWeights = Weights{"enqueue": 3, "claim": 4, "complete": 4, "pause": 2, "overslept": 1, "replaced": 1,
-	"expire": 1, "crash": 1, "drain": 1, "lock": 2, "release": 2, "short-lease": 2}
+	"expire": 1, "crash": 1, "drain": 1, "lock": 2, "release": 2, "claim-txn": 1,
+	"timed-claim": 2, "near-end": 2, "real-pause": 1}
+
+// The real-time scales: lease lengths of their own (beside the long lease of a plain claim),
+// margins around a lease's end, pauses, and a claim transaction's waits. All short, so that a
+// run stays fast; the windows the model judges by come from measured clock readings, so short
+// spans cost power on a slow machine, never a false alarm.
+var (
+	TimedLeases = []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second}
+	NearMargins = []time.Duration{10 * time.Millisecond, 40 * time.Millisecond, 120 * time.Millisecond}
+	RealPauses  = []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond}
+	TxnWaits    = []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond}
+	TxnHolds    = []time.Duration{0, 150 * time.Millisecond, 300 * time.Millisecond}
+)
 
 // StateMachine returns rapid state-machine actions that draw operations against e and run them.
-// realTime adds claims with a short real lease. The "" action is the invariant: the queue's
-// snapshot equals the model after every step.
+// realTime adds leases that end by themselves and real pauses: claims with leases of drawn
+// length, pauses to just before or just after a lease's end followed by another worker's
+// claim or the holder's completion, plain pauses, and claim transactions that wait. The ""
+// action is the invariant: the queue's snapshot equals the model after every step.
 func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*rapid.T) {
 	step := func(t *rapid.T, op Op) {
 		if !op.Applicable(e.W) {
@@ -101,10 +118,36 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 		"crash":  func(t *rapid.T) { step(t, Crash{W: holder(t)}) },
 		"drain":  func(t *rapid.T) { step(t, Drain{S: worker(t)}) },
 	}
-	if realTime {
-		kinds["short-lease"] = func(t *rapid.T) {
-			step(t, ShortLease{W: worker(t), Late: rapid.Bool().Draw(t, "late")})
+	kinds["claim-txn"] = func(t *rapid.T) {
+		o := ClaimTxn{S: worker(t), Complete: rapid.IntRange(0, 3).Draw(t, "complete") > 0, Commit: rapid.IntRange(0, 3).Draw(t, "commit") > 0}
+		if realTime {
+			o.Wait = rapid.SampledFrom(TxnWaits).Draw(t, "wait")
+			o.Lease = rapid.SampledFrom(TimedLeases).Draw(t, "lease")
+			o.Hold = rapid.SampledFrom(TxnHolds).Draw(t, "hold")
 		}
+		step(t, o)
+	}
+	if realTime {
+		kinds["timed-claim"] = func(t *rapid.T) {
+			step(t, Claim{S: worker(t), Lease: rapid.SampledFrom(TimedLeases).Draw(t, "lease")})
+		}
+		kinds["near-end"] = func(t *rapid.T) {
+			i := holderIndex(t)
+			w := WorkerName(i)
+			step(t, Near{W: w, Margin: rapid.SampledFrom(NearMargins).Draw(t, "margin"), After: rapid.Bool().Draw(t, "after")})
+			// What lands at the lease's edge: another worker's claim, or the holder's completion
+			// (the snapshot after every step looks too).
+			// It runs only where it applies: the pause has already changed the state, so the
+			// action can no longer be skipped.
+			by := (i + 1 + rapid.IntRange(0, Workers-2).Draw(t, "by")) % Workers
+			then := []Op{nil, Claim{S: WorkerName(by)}, Complete{S: w}}[rapid.IntRange(0, 2).Draw(t, "then")]
+			if then != nil && then.Applicable(e.W) {
+				if err := e.Step(ctx, then); err != nil {
+					Fail(t, e, err)
+				}
+			}
+		}
+		kinds["real-pause"] = func(t *rapid.T) { step(t, Sleep{D: rapid.SampledFrom(RealPauses).Draw(t, "d")}) }
 	}
 	if e.CanLock() {
 		kinds["lock"] = func(t *rapid.T) { step(t, Lock{S: locker(t), Job: job(t)}) }

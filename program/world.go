@@ -15,6 +15,7 @@ import (
 // readings tell).
 type Token struct {
 	ID, Gen int64
+	Lease   time.Duration
 	Until   model.Window
 }
 
@@ -28,11 +29,14 @@ type Session struct {
 	// worker still presents after its job was reclaimed.
 	Tokens  []Token
 	InTxn   bool
-	Aborted bool    // the open transaction failed: it can only end
-	Claimed bool    // the open transaction's claim returned a job
-	Locks   []int64 // jobs row-locked by the open transaction
-	Busy    bool    // a statement is in flight (the scheduler's sessions only)
-	Lives   int     // connections so far; a terminated session comes back as a new life
+	Aborted bool // the open transaction failed: it can only end
+	Claimed bool // the open transaction's claim returned a job
+	// Work: the open transaction is a transaction operation's (ClaimTxn), which claims and
+	// completes inside it even where queue statements otherwise run outside transactions.
+	Work  bool
+	Locks []int64 // jobs row-locked by the open transaction
+	Busy  bool    // a statement is in flight (the scheduler's sessions only)
+	Lives int     // connections so far; a terminated session comes back as a new life
 }
 
 // Label is the session's name in traces and histories: its life counts after the first.
@@ -43,7 +47,9 @@ func (s *Session) Label() string {
 	return fmt.Sprintf("%s/%d", s.Name, s.Lives)
 }
 
-func (s *Session) endTxn() { s.InTxn, s.Aborted, s.Claimed, s.Locks = false, false, false, nil }
+func (s *Session) endTxn() {
+	s.InTxn, s.Aborted, s.Claimed, s.Work, s.Locks = false, false, false, false, nil
+}
 
 // newest returns the token back places before the session's newest.
 func (s *Session) newest(back int) (Token, bool) {
@@ -163,7 +169,7 @@ func (w *World) Apply(s *Session, st Stmt, r Result, at model.Window) {
 		w.Jobs = append(w.Jobs, r.Out.Job)
 	case KClaim:
 		if r.Out.Found {
-			t := Token{ID: r.Out.Job, Gen: r.Out.Gen, Until: at.Shift(st.Lease)}
+			t := Token{ID: r.Out.Job, Gen: r.Out.Gen, Lease: st.Lease, Until: at.Shift(st.Lease)}
 			s.Tokens = append(s.Tokens, t)
 			w.Claims = append(w.Claims, t)
 			s.Claimed = s.Claimed || s.InTxn
