@@ -41,7 +41,9 @@ func BenchmarkMutantCatch(b *testing.B) {
 	restore := testflags.Force(b, "rapid.nofailfile", "true")
 	defer restore()
 	for _, m := range ms {
-		if !m.Expects("Prop") {
+		// PropLeaseTime's mutants are searched for with real time, as that property does.
+		realTime := m.Expects("PropLeaseTime")
+		if !m.Expects("Prop") && !realTime {
 			continue
 		}
 		b.Run(m.Name, func(b *testing.B) {
@@ -50,7 +52,7 @@ func BenchmarkMutantCatch(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				f, err := program.Search(context.Background(), env, b.Name(), false, 20*time.Second)
+				f, err := program.Search(context.Background(), env, b.Name(), realTime, 20*time.Second)
 				if err != nil || f == nil {
 					b.Fatalf("mutant survived: %s (%v)", m.Bug, err)
 				}

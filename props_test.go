@@ -27,9 +27,13 @@ func TestPropQueue(t *testing.T) {
 	}
 }
 
-// TestPropLeaseTime adds claims with a real one-second lease, completed at once or after a pause
-// past it: leases must be computed from and compared with the database clock (property 8).
-// Each late completion costs a real pause, hence a property of its own with fewer checks.
+// TestPropLeaseTime adds real time: claims with leases of drawn length (100 ms to 1 s), pauses
+// to just before or just after a lease's end followed by another worker's claim or the
+// holder's completion, plain pauses, and claim transactions that wait before claiming and
+// before completing (where now() and clock_timestamp() part). Leases must be computed from and
+// compared with the database clock (property 8); the model judges each answer by the window
+// of database time its statement ran in. Pauses cost wall time, hence a property of its own
+// with fewer checks.
 func TestPropLeaseTime(t *testing.T) {
 	for _, q := range suttest.Queues(t) {
 		t.Run(q.Name, func(t *testing.T) { propQueue(t, q, true) })
@@ -56,7 +60,8 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 		returned = true
 	}
 	if realTime {
-		// Each run may pause 1.5 s a few times: a fifth of the checks, unless the user chose.
+		// A run pauses for about half a second in all: a fifth of the checks, unless the user
+		// chose.
 		defer fewerChecks(5)()
 	}
 	// rapid ends a failed property with FailNow; the deferred report still runs, and env then
@@ -69,6 +74,19 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 		}
 	}()
 	rapid.Check(t, prop)
+	if t.Failed() {
+		return
+	}
+	t.Logf("exercised: %s", env.Counts)
+	// A real-time property that let no lease run out by itself judged nothing in real time.
+	if realTime && (env.Counts.TimedClaims == 0 || env.Counts.RealPauses == 0) {
+		t.Errorf("no claim with a lease of its own length, or no real pause, ran in %d checks: the draws no longer reach real time", rapidChecks())
+	}
+}
+
+func rapidChecks() int {
+	n, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
+	return n
 }
 
 // saveFirst saves a failing run's program as soon as it is found, before shrinking, and says

@@ -166,7 +166,8 @@ type seqEngine struct {
 	replay *corpus.Replayer
 	// reduce bounds the reduction of a failure's program after rapid's shrinking.
 	reduce time.Duration
-	// realTime adds claims with real one-second leases (property 8), as TestPropLeaseTime does.
+	// realTime adds leases that end by themselves and real pauses (property 8), as
+	// TestPropLeaseTime does.
 	realTime bool
 }
 

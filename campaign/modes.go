@@ -91,8 +91,8 @@ func LookupModes(spec string) (Mode, error) {
 const roundChecks = 20
 
 // sequential is the Prop suite: rapid drives the model and the queue one operation at a time.
-// With realTime ("lease-time") it also claims with real one-second leases and completes at once
-// or after pausing past them, as TestPropLeaseTime does: fewer runs a round, each may pause.
+// With realTime ("lease-time") it also lets leases end by themselves and real time pass, as
+// TestPropLeaseTime does: fewer runs a round, each may pause.
 type sequential struct{ realTime bool }
 
 func (m sequential) Name() string {
@@ -131,7 +131,7 @@ func (h *seqHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	seed := RoundSeed(h.w.Seed, h.w.Index, n)
 	checks := roundChecks
 	if h.e.realTime {
-		checks = roundChecks / 5 // a run may pause 1.5 s a few times
+		checks = roundChecks / 5 // a run pauses about half a second in all
 	}
 	f, st, err := h.e.Search(ctx, rapidSettings{Seed: seed, Checks: checks, ShrinkTime: h.w.ShrinkTime}, h.w.Tally)
 	// The last property run may have left a locker holding a row: end it.

@@ -49,6 +49,13 @@ func (c Counts) String() string {
 	if c.Ops > 0 {
 		s = fmt.Sprintf("%d ops (%d unknown outcomes, %d snapshots): ", c.Ops, c.Unknown, c.Snapshots) + s
 	}
+	if c.TxnClaims > 0 {
+		s += fmt.Sprintf(", %d claim transactions", c.TxnClaims)
+	}
+	if c.TimedClaims+c.RealPauses > 0 {
+		s += fmt.Sprintf("; real time: %d claims with leases of their own length, %d pauses (%.1f s in all)",
+			c.TimedClaims, c.RealPauses, float64(c.PausedMillis)/1000)
+	}
 	if c.ClaimWaits > 0 {
 		s += fmt.Sprintf("; observed %d claim(s) waiting behind an injected row lock", c.ClaimWaits)
 	}
