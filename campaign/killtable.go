@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -92,24 +94,52 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 		defer os.RemoveAll(dir)
 		scratch = dir
 	}
+	// Every row is a hunt of its own, on a database of its own: they run side by side, as many
+	// at once as the machine has cores (the real-time hunts mostly sleep), and the table keeps
+	// the mutants' order whatever order they finish in.
+	type job struct {
+		i           int
+		m           *mutant.Mutant
+		suite, mode string
+	}
+	var jobs []job
 	kt := &KillTable{}
 	for i, m := range cfg.Mutants {
 		for _, suite := range m.Expect {
 			names, ok := SuiteModes[suite]
 			if !ok {
-				row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear)", suite)}
-				kt.add(row, cfg.Log)
-				continue
+				names = []string{""}
 			}
 			for _, name := range names {
-				row := hunt(ctx, cfg, m, suite, name, i, scratch)
-				if ctx.Err() != nil {
-					return kt, ctx.Err()
-				}
-				kt.add(row, cfg.Log)
+				jobs = append(jobs, job{i, m, suite, name})
 			}
 		}
 	}
+	rows := make([]KillRow, len(jobs))
+	var logMu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, max(2, runtime.NumCPU()))
+	for k, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			if j.mode == "" {
+				rows[k] = KillRow{Mutant: j.m.Name, Bug: j.m.Bug, Suite: j.suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear)", j.suite)}
+			} else {
+				rows[k] = hunt(ctx, cfg, j.m, j.suite, j.mode, j.i, scratch)
+			}
+			logMu.Lock()
+			defer logMu.Unlock()
+			logRow(rows[k], cfg.Log)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return kt, ctx.Err()
+	}
+	kt.Rows = rows
 	if cfg.QueueChecks > 0 {
 		for _, name := range sut.Builtins() {
 			row := checkCorrect(ctx, cfg, sut.MustBuiltin(name))
@@ -122,8 +152,8 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 	return kt, nil
 }
 
-func (kt *KillTable) add(r KillRow, log io.Writer) {
-	kt.Rows = append(kt.Rows, r)
+// logRow tells log of a row as it is decided.
+func logRow(r KillRow, log io.Writer) {
 	if log != nil {
 		by := r.Verdict
 		if r.Err != "" {
