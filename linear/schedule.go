@@ -1,6 +1,10 @@
 package linear
 
-import "pgqcheck/program"
+import (
+	"time"
+
+	"pgqcheck/program"
+)
 
 // Scheduled mode: a sequential prefix of operations and, for two or three sessions, a suffix
 // each, all drawn through a chooser (rapid, or fuzz bytes), then, one step at a time, which
@@ -9,24 +13,38 @@ import "pgqcheck/program"
 
 // Weights of scheduled mode's generator. Races are made of claims, transactions held open
 // across other sessions' steps, expiries of jobs just claimed, and completions of older tokens.
+//
+// Real time comes in through claims whose leases end by themselves (timed-claim; in the prefix
+// too, so that the concurrent part can start with such a lease), such a claim followed by the
+// session's pause to just before or just after that lease's end (lease-edge), that pause alone
+// on the session's newest lease (near-end), plain pauses (real-pause), and claim transactions
+// that wait before their claim and before their completion (timed-claim-txn).
+// A suffix operation of kind real-time is one of those, drawn by RealTimeWeights. Every pause
+// stops the whole schedule for a tenth of a second or more, where a run without one lasts
+// milliseconds, so pauses are a small part of that share and timed claims, which cost
+// nothing, most of it.
 var (
-	PrefixWeights = program.Weights{"claim": 2, "complete": 1, "expire": 2, "enqueue": 1}
-	SuffixWeights = program.Weights{"claim": 4, "complete": 4, "expire": 3, "claim-txn": 3, "lock-txn": 2, "enqueue": 1, "snapshot": 1}
+	PrefixWeights   = program.Weights{"claim": 2, "complete": 1, "expire": 2, "enqueue": 1, "timed-claim": 1}
+	SuffixWeights   = program.Weights{"claim": 4, "complete": 4, "expire": 3, "claim-txn": 3, "lock-txn": 2, "enqueue": 1, "snapshot": 1, "real-time": 1}
+	RealTimeWeights = program.Weights{"timed-claim": 40, "lease-edge": 2, "near-end": 1, "real-pause": 1, "timed-claim-txn": 1}
 )
 
 // kindOrder fixes the order in which weighted kinds are laid out for drawing: the same
-// choices give the same program on every run.
-var kindOrder = []string{"claim", "complete", "expire", "claim-txn", "lock-txn", "enqueue", "snapshot"}
+// choices give the same program on every run. New kinds go at the end, so that the inputs
+// saved before them (FuzzScheduled's corpus) still draw what they drew.
+var kindOrder = []string{"claim", "complete", "expire", "claim-txn", "lock-txn", "enqueue", "snapshot",
+	"real-time", "timed-claim", "lease-edge", "near-end", "real-pause", "timed-claim-txn"}
 
 // drawn is a drawn scheduled program: a prefix run one operation at a time, then one suffix per
 // session run concurrently under the drawn schedule. A suffix's length is drawn up front and
 // each of its operations when the session starts it, so a failing program shows only what ran.
 type drawn struct {
-	prefix  []program.Op
-	lengths []int // operations each session's suffix holds
-	jobs    int   // enqueues drawn so far: job ids are 1, 2, ...
-	prefixK []string
-	suffixK []string
+	prefix    []program.Op
+	lengths   []int // operations each session's suffix holds
+	jobs      int   // enqueues drawn so far: job ids are 1, 2, ...
+	prefixK   []string
+	suffixK   []string
+	realTimeK []string
 }
 
 func weighted(w program.Weights, canLock bool) []string {
@@ -42,43 +60,76 @@ func weighted(w program.Weights, canLock bool) []string {
 	return out
 }
 
-// drawOp draws one operation of session s from kinds.
-func (p *drawn) drawOp(c chooser, label string, kinds []string, s string) program.Op {
+// drawOp draws one operation of session s from kinds, as the operations it runs: mostly one,
+// or a few that belong together (a timed claim and the pause to its lease's edge). A program
+// holds them, and a shrink removes them, together.
+func (p *drawn) drawOp(c chooser, label string, kinds []string, s string) []program.Op {
+	one := func(op program.Op) []program.Op { return []program.Op{op} }
 	switch kinds[c.choose(0, len(kinds)-1, label)] {
 	case "enqueue":
 		p.jobs++
-		return program.Enqueue{S: s, N: 1}
+		return one(program.Enqueue{S: s, N: 1})
 	case "claim":
-		return program.Claim{S: s}
+		return one(program.Claim{S: s})
 	case "complete":
-		return program.Complete{S: s, Back: c.choose(0, 2, "back")}
+		return one(program.Complete{S: s, Back: c.choose(0, 2, "back")})
 	case "expire":
 		// Mostly the job of a recent claim (a lease worth ending); else a job by id.
 		if c.choose(0, 3, "expire by id") == 3 {
-			return program.Expire{S: s, Job: int64(c.choose(1, p.jobs, "job"))}
+			return one(program.Expire{S: s, Job: int64(c.choose(1, p.jobs, "job"))})
 		}
-		return program.ExpireClaim{S: s, Back: c.choose(0, 2, "back")}
+		return one(program.ExpireClaim{S: s, Back: c.choose(0, 2, "back")})
 	case "snapshot":
-		return program.Snapshot{S: s}
+		return one(program.Snapshot{S: s})
 	case "claim-txn":
 		commit := c.choose(0, 3, "rollback") < 3
-		return program.ClaimTxn{S: s, Commit: commit, Complete: chooseBool(c, "complete in txn")}
+		return one(program.ClaimTxn{S: s, Commit: commit, Complete: chooseBool(c, "complete in txn")})
 	case "lock-txn":
 		job := int64(c.choose(1, p.jobs, "job"))
-		return program.LockTxn{S: s, Job: job, Commit: c.choose(0, 3, "rollback") < 3}
+		return one(program.LockTxn{S: s, Job: job, Commit: c.choose(0, 3, "rollback") < 3})
+	case "real-time":
+		return p.drawOp(c, "real time", p.realTimeK, s)
+	case "timed-claim":
+		return one(timedClaim(c, s))
+	case "lease-edge":
+		// What the session does next, or another session's claim or snapshot, lands at the
+		// edge of the lease it just took.
+		return []program.Op{timedClaim(c, s), near(c, s)}
+	case "near-end":
+		return one(near(c, s))
+	case "real-pause":
+		return one(program.Sleep{D: pick(c, "pause", program.RealPauses)})
+	case "timed-claim-txn":
+		commit := c.choose(0, 3, "rollback") < 3
+		return one(program.ClaimTxn{S: s, Commit: commit, Complete: chooseBool(c, "complete in txn"),
+			Wait: pick(c, "wait", program.TxnWaits), Lease: pick(c, "lease", program.TimedLeases), Hold: pick(c, "hold", program.TxnHolds)})
 	}
 	panic("unreachable")
 }
 
+func timedClaim(c chooser, s string) program.Op {
+	return program.Claim{S: s, Lease: pick(c, "lease", program.TimedLeases)}
+}
+
+// near pauses session s until just before or just after its own newest lease ends.
+func near(c chooser, s string) program.Op {
+	return program.Near{W: s, Margin: pick(c, "margin", program.NearMargins), After: chooseBool(c, "after")}
+}
+
+// pick draws one of a scale's spans; the first, the plain choice, is its shortest.
+func pick(c chooser, label string, scale []time.Duration) time.Duration {
+	return scale[c.choose(0, len(scale)-1, label)]
+}
+
 // next draws the next operation of a session's suffix.
-func (p *drawn) next(c chooser, session int) program.Op {
+func (p *drawn) next(c chooser, session int) []program.Op {
 	return p.drawOp(c, opLabel(session), p.suffixK, program.ScheduledSession(session))
 }
 
 // drawProgram draws the sessions, the prefix, and the suffixes' lengths. A queue without
 // lock.sql gets no lockers.
 func drawProgram(c chooser, cfg ScheduledConfig, canLock bool) *drawn {
-	p := &drawn{prefixK: weighted(PrefixWeights, canLock), suffixK: weighted(SuffixWeights, canLock)}
+	p := &drawn{prefixK: weighted(PrefixWeights, canLock), suffixK: weighted(SuffixWeights, canLock), realTimeK: weighted(RealTimeWeights, canLock)}
 	n := c.choose(2, max(2, cfg.Sessions), "sessions")
 	p.jobs = c.choose(1, 5, "jobs")
 	for i := 0; i < p.jobs; i++ {
@@ -93,7 +144,7 @@ func drawProgram(c chooser, cfg ScheduledConfig, canLock bool) *drawn {
 	}
 	for i, k := 0, c.choose(0, cfg.MaxPrefix, labelPrefixCount); i < k; i++ {
 		s := c.choose(0, n-1, labelPrefixSession)
-		p.prefix = append(p.prefix, p.drawOp(c, "prefix op", p.prefixK, program.ScheduledSession(s)))
+		p.prefix = append(p.prefix, p.drawOp(c, "prefix op", p.prefixK, program.ScheduledSession(s))...)
 	}
 	for s := 0; s < n; s++ {
 		p.lengths = append(p.lengths, c.choose(1, cfg.MaxSuffix, labelSuffix))

@@ -69,6 +69,9 @@ type Scheduler struct {
 	lastMarks []mark
 	// trace is the last run's interleaving with the queue's answers, held or not.
 	trace string
+	// history and ran are the last run's history and the program that replays it, held or not.
+	history *History
+	ran     *program.Program
 	// Counts is what the last run's history exercised.
 	Counts program.Counts
 }
@@ -122,6 +125,14 @@ type srun struct {
 	draining  bool
 	sessions  int
 	drawnProg *drawn
+	// inProcedure: the steps issued now are a procedure's, which the program holds as one line.
+	inProcedure bool
+	// timed: a lease that ends by itself or a pause has come up, so the trace shows when each
+	// statement ran on the database clock.
+	timed bool
+	// The pauses the run made and how long they lasted: a history records only statements.
+	pauses int
+	slept  time.Duration
 }
 
 // sched is a session's scheduling state.
@@ -149,7 +160,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 		n = len(d.lengths)
 	}
 	r := &srun{s: s, t: t, c: c, rec: NewRecorder(true), sessions: n}
-	s.last, s.Counts = nil, program.Counts{}
+	s.last, s.Counts, s.history, s.ran = nil, program.Counts{}, nil, nil
 	defer r.abandon()
 	if err := r.start(n); err != nil {
 		t.Fatalf("harness: %v", err)
@@ -182,8 +193,9 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 	h := r.rec.History(s.in.Queue.Source, "scheduled")
 	h.Drained = true
 	h.Program = r.listing()
-	s.trace = h.Program
+	s.trace, s.history, s.ran = h.Program, h, r.program(nil)
 	s.Counts = CountOps(h)
+	s.Counts.RealPauses, s.Counts.PausedMillis = int64(r.pauses), r.slept.Milliseconds()
 	v := Check(h, s.cfg.CheckTimeout)
 	if s.cfg.Trace != nil {
 		fmt.Fprintf(s.cfg.Trace, "%s%s\n\n", h.Program, v)
@@ -243,6 +255,8 @@ func (r *srun) session(op program.Op) *sched {
 		name = o.S
 	case program.LockTxn:
 		name = o.S
+	case program.Near:
+		name = o.W
 	}
 	if s := r.w.Session(name); s != nil {
 		for _, x := range r.x {
@@ -311,7 +325,9 @@ func (r *srun) step(x *sched) {
 			return // its last operation had nothing it could issue
 		}
 		x.left--
-		x.parts = flatten(r.drawnProg.next(r.c, x.idx))
+		for _, op := range r.drawnProg.next(r.c, x.idx) {
+			x.parts = append(x.parts, flatten(op)...)
+		}
 	}
 	op := x.parts[0]
 	x.parts = x.parts[1:]
@@ -338,14 +354,19 @@ func (r *srun) replayLine(op program.Op) {
 	r.quiesce(false)
 }
 
-// issue starts one step on its session: a fault is injected, a statement sent. Every
-// statement but the last is waited for (none of them waits for a row lock).
+// issue starts one step on its session: a fault is injected, a statement sent, a procedure
+// (a pause) run. Every statement but the last is waited for (none of them waits for a row
+// lock).
 func (r *srun) issue(x *sched, op program.Op) {
-	if !r.draining {
+	if !r.draining && !r.inProcedure {
 		r.ran = append(r.ran, op)
 	}
 	if f, ok := op.(program.Fault); ok {
 		r.fault(x, f)
+		return
+	}
+	if p, ok := op.(program.Procedure); ok {
+		r.procedure(x, p)
 		return
 	}
 	st, ok := op.(program.Step)
@@ -360,6 +381,7 @@ func (r *srun) issue(x *sched, op program.Op) {
 		f := &Flight{Stmt: stmt}
 		switch stmt.Kind {
 		case program.KClaim:
+			r.timed = r.timed || stmt.Lease != program.LongLease
 			f.Strict = true
 			for _, o := range r.x {
 				if o != x && (o.fl != nil || o.s.InTxn) {
@@ -387,10 +409,37 @@ func (r *srun) issue(x *sched, op program.Op) {
 	}
 }
 
+// procedure runs an operation that chooses its own steps. A pause, plain or to the edge of
+// the session's lease, stops the whole schedule while real time passes: every other session's
+// statement in flight stays in flight, as one waiting for a row lock does, and is handled when
+// the schedule moves on. The steps a procedure issues (a drain written into a program) run to
+// their end one at a time, and the program keeps the procedure's line, not theirs.
+func (r *srun) procedure(x *sched, p program.Procedure) {
+	line := len(r.trace)
+	r.trace = append(r.trace, r.line(x, p))
+	before := r.slept
+	r.inProcedure = true
+	err := p.Run(r.s.ctx, r)
+	r.inProcedure = false
+	if err != nil {
+		r.harness(err)
+	}
+	if slept := r.slept - before; slept > 0 {
+		r.timed = true
+		r.pauses++
+		if _, ok := p.(program.Near); ok {
+			r.trace[line] += fmt.Sprintf(" -> slept %v", slept.Round(time.Millisecond))
+		}
+	}
+}
+
 // line is an operation as the trace shows it: as it prints, with the session's life when it
-// has been reconnected ("s1/2 claim").
+// has been reconnected ("s1/2 claim"). A pause prints without a session: it stops every one.
 func (r *srun) line(x *sched, op program.Op) string {
-	return x.s.Label() + strings.TrimPrefix(op.String(), x.s.Name)
+	if rest, ok := strings.CutPrefix(op.String(), x.s.Name+" "); ok {
+		return x.s.Label() + " " + rest
+	}
+	return op.String()
 }
 
 // quiesce waits until every statement in flight has either returned or waits for a lock held
@@ -534,6 +583,10 @@ func (r *srun) handle(x *sched) error {
 	if x.waits {
 		answer += " (after waiting)"
 	}
+	v := x.c.Land(f)
+	if r.timed && res.Clock.Known() {
+		answer += "  @" + f.At.String()
+	}
 	line := strings.Replace(r.trace[x.line], " [waits for a lock]", "", 1)
 	if strings.Contains(line, " -> ") {
 		line += "; " + answer
@@ -541,7 +594,6 @@ func (r *srun) handle(x *sched) error {
 		line += " -> " + answer
 	}
 	r.trace[x.line] = line
-	v := x.c.Land(f)
 	r.w.Apply(x.s, f.Stmt, res, f.At)
 	if res.Err != nil && !x.c.Connected() {
 		r.w.Lost(x.s)
@@ -653,7 +705,14 @@ func (r *srun) Do(ctx context.Context, st program.Step) ([]program.Result, error
 }
 
 func (r *srun) Sleep(ctx context.Context, d time.Duration) error {
-	time.Sleep(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	r.slept += d
 	return nil
 }
 

@@ -3,6 +3,7 @@ package linear
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -10,10 +11,11 @@ import (
 	"pgqcheck/program"
 )
 
-// whole is a drawn program with all its suffixes.
+// whole is a drawn program with all its suffixes, each a list of drawn operations (one or a
+// few program operations each).
 type whole struct {
 	d        *drawn
-	suffixes [][]program.Op
+	suffixes [][][]program.Op
 }
 
 func (w whole) String() string { return fmt.Sprint(w.d.prefix, w.suffixes) }
@@ -27,8 +29,12 @@ func shape(p whole) (prefix []string, suffixes [][]string) {
 	}
 	for _, s := range p.suffixes {
 		var ops []string
-		for _, o := range s {
-			ops = append(ops, kind(o))
+		for _, drawn := range s {
+			var kinds []string
+			for _, o := range drawn {
+				kinds = append(kinds, kind(o))
+			}
+			ops = append(ops, strings.Join(kinds, "+"))
 		}
 		suffixes = append(suffixes, ops)
 	}
@@ -39,7 +45,7 @@ func shape(p whole) (prefix []string, suffixes [][]string) {
 func drawWhole(c chooser, cfg ScheduledConfig) whole {
 	p := whole{d: drawProgram(c, cfg, true)}
 	for s, n := range p.d.lengths {
-		var ops []program.Op
+		var ops [][]program.Op
 		for i := 0; i < n; i++ {
 			ops = append(ops, p.d.next(c, s))
 		}

@@ -410,6 +410,9 @@ func CountOps(h *History) program.Counts {
 				c.Enqueued++
 			}
 		case model.OpClaim:
+			if in.Lease != 0 && in.Lease != program.LongLease && out.Outcome != model.NotSent {
+				c.TimedClaims++ // a lease that ends by itself
+			}
 			switch {
 			case out.Outcome != model.Returned:
 			case out.Found:
