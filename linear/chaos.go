@@ -47,8 +47,15 @@ func (ch *chaos) snapshot() {
 
 func (ch *chaos) loop() {
 	r := ch.r
+	var watched time.Time
 	for !r.stopped() {
 		time.Sleep(time.Duration(300+ch.rng.IntN(1200)) * time.Microsecond)
+		if ch.nearLeaseEnd() && time.Since(watched) >= leaseWatchEvery {
+			// Snapshots land around the end of a lease a paused worker holds, where lease_live
+			// turns false.
+			watched = time.Now()
+			ch.snapshot()
+		}
 		switch draw(ch.rng, ChaosWeights) {
 		case "expire":
 			ch.expire()
@@ -72,17 +79,40 @@ func (ch *chaos) loop() {
 	}
 }
 
+// Around a paused worker's timed lease's end (leaseWatch either side, on the database clock's
+// best guess) the chaos goroutine snapshots every leaseWatchEvery.
+const (
+	leaseWatch      = 30 * time.Millisecond
+	leaseWatchEvery = 5 * time.Millisecond
+)
+
+// nearLeaseEnd reports whether a paused worker holds a timed lease that ends about now.
+func (ch *chaos) nearLeaseEnd() bool {
+	now := ch.r.rec.DB.Estimate()
+	for _, w := range ch.r.workers {
+		t := w.paused.Load()
+		if t == nil || t.Lease == ch.r.cfg.Lease || t.Until.To == model.Never {
+			continue
+		}
+		if now >= t.Until.From-leaseWatch && now <= t.Until.To+leaseWatch {
+			return true
+		}
+	}
+	return false
+}
+
 func (ch *chaos) anyWorker() *worker {
 	ws := ch.r.workers
 	return ws[ch.rng.IntN(len(ws))]
 }
 
-// target picks a job held by a paused worker, or else one recently claimed.
+// target picks a job held by a paused worker, or else one recently claimed. A paused worker's
+// timed lease is left to run out by itself.
 func (ch *chaos) target() (int64, bool) {
 	ws := ch.r.workers
 	start := ch.rng.IntN(len(ws))
 	for i := range ws {
-		if t := ws[(start+i)%len(ws)].paused.Load(); t != nil && ch.rng.IntN(10) < 8 {
+		if t := ws[(start+i)%len(ws)].paused.Load(); t != nil && t.Lease == ch.r.cfg.Lease && ch.rng.IntN(10) < 8 {
 			return t.ID, true
 		}
 	}

@@ -95,7 +95,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		return nil, err
 	}
 	rec := NewRecorder(false)
-	r := &run{ctx: ctx, in: in, cfg: cfg, rec: rec, claimed: map[int64]bool{}}
+	r := &run{ctx: ctx, in: in, cfg: cfg, rec: rec, claimed: map[int64]bool{}, halt: make(chan struct{})}
 	res := &Result{Seed: cfg.Seed}
 	var clients []*Client
 	defer func() {
@@ -119,7 +119,9 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		if err != nil {
 			return nil, err
 		}
-		r.workers = append(r.workers, &worker{actor: newActor(c, in.Queue), rng: rngFor()})
+		w := &worker{actor: newActor(c, in.Queue), rng: rngFor()}
+		w.halt = r.halt
+		r.workers = append(r.workers, w)
 	}
 	enq, err := dial("enqueuer")
 	if err != nil {
@@ -161,6 +163,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		time.Sleep(10 * time.Millisecond)
 	}
 	r.stop.Store(true)
+	close(r.halt)
 	wg.Wait()
 	res.Traffic = time.Since(start)
 	if err := ctx.Err(); err != nil {
@@ -186,6 +189,10 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	h.Program = fmt.Sprintf("stress seed %d, %d workers, %v", cfg.Seed, cfg.Workers, cfg.Duration)
 	res.History = h
 	res.Counts = CountOps(h)
+	for _, w := range r.workers {
+		res.Counts.RealPauses += int64(w.pauses)
+		res.Counts.PausedMillis += w.slept.Milliseconds()
+	}
 	t0 := time.Now()
 	res.Verdict = Check(h, cfg.CheckTimeout)
 	res.CheckTime = time.Since(t0)

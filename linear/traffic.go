@@ -11,10 +11,19 @@ import (
 	"pgqcheck/sut"
 )
 
-// Stress traffic's mix, as configuration (weights are relative): what a worker does with a job
-// it claimed ("keep" holds the token and claims again); what the chaos goroutine does each
-// turn ("rest" does nothing); how the chaos locker's transaction ends.
+// Stress traffic's mix, as configuration (weights are relative): the lease a worker's claim asks
+// for ("long" is the run's, which outlives it; "timed" one of program.TimedLeases, which ends by
+// itself); how long a worker holds a job it claimed with a timed lease before what comes next
+// (not at all, until just before or just after that lease's end, or a plain pause); what a
+// worker does with a job it claimed ("keep" holds the token and claims again); what the chaos
+// goroutine does each turn ("rest" does nothing); how the chaos locker's transaction ends.
+//
+// A worker that waits for a lease's end stops for a tenth of a second or more, where a turn
+// without one takes a few milliseconds: those waits are rare, so that they take a small part
+// of a run's time, and timed claims completed at once, which cost nothing, are most of them.
 var (
+	LeaseWeights      = program.Weights{"long": 96, "timed": 4}
+	TimedHoldWeights  = program.Weights{"at once": 88, "until before its end": 4, "until after its end": 4, "pause": 4}
 	AfterClaimWeights = program.Weights{"complete": 85, "crash": 5, "complete older": 7, "keep": 3}
 	ChaosWeights      = program.Weights{"expire": 450, "lock": 150, "cancel": 20, "terminate": 5, "snapshot": 10, "rest": 365}
 	ReleaseWeights    = program.Weights{"commit": 40, "rollback": 30, "cancel": 15, "terminate": 15}
@@ -34,6 +43,11 @@ type actor struct {
 	w      *program.World
 	s      *program.Session
 	strict bool // its claims run alone (the drain)
+	// halt cuts its pauses short when the run stops (nil: never).
+	halt <-chan struct{}
+	// The real-time pauses its procedures made and how long they lasted.
+	pauses int
+	slept  time.Duration
 }
 
 func newActor(c *Client, q *sut.Queue) *actor {
@@ -63,7 +77,17 @@ func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, erro
 }
 
 func (a *actor) Sleep(ctx context.Context, d time.Duration) error {
-	time.Sleep(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-a.halt: // the run is over: a pause past its end would only make it longer
+	case <-t.C:
+	}
+	a.pauses++
+	a.slept += time.Since(start)
 	return nil
 }
 
@@ -84,6 +108,7 @@ type run struct {
 	rec *Recorder
 
 	stop atomic.Bool
+	halt chan struct{} // closed when the traffic stops
 
 	workers []*worker
 
@@ -148,7 +173,9 @@ func (r *run) recentClaim(rng *rand.Rand) (token, bool) {
 
 // worker claims, pauses, completes and sometimes crashes. While it pauses holding a token it
 // publishes it, so the chaos goroutine can expire that job and let another worker reclaim it:
-// the paused worker then presents a stale generation, which the queue must refuse.
+// the paused worker then presents a stale generation, which the queue must refuse. A token with
+// a timed lease is left to time: the worker may wait until just past its end, and another
+// worker reclaim the job because the lease ran out.
 type worker struct {
 	*actor
 	rng    *rand.Rand
@@ -159,7 +186,11 @@ func (r *run) work(w *worker) {
 	ctx := r.ctx
 	name := w.c.Name
 	for !r.stopped() {
-		res := w.one(ctx, program.Claim{S: name, Lease: r.cfg.Lease})
+		lease := r.cfg.Lease
+		if draw(w.rng, LeaseWeights) == "timed" {
+			lease = program.TimedLeases[w.rng.IntN(len(program.TimedLeases))]
+		}
+		res := w.one(ctx, program.Claim{S: name, Lease: lease})
 		if res.Err != nil {
 			r.backoff(w.rng)
 			continue
@@ -175,9 +206,15 @@ func (r *run) work(w *worker) {
 			r.backoff(w.rng)
 			continue
 		}
-		t := token{ID: res.Out.Job, Gen: res.Out.Gen}
+		t := w.s.Tokens[len(w.s.Tokens)-1]
 		r.noteClaim(t)
-		if d := r.pause(w.rng); d > 0 {
+		if hold := w.hold(lease != r.cfg.Lease); hold != nil {
+			w.paused.Store(&t)
+			if err := hold.Run(ctx, w); err != nil {
+				return
+			}
+			w.paused.Store(nil)
+		} else if d := r.pause(w.rng); d > 0 {
 			w.paused.Store(&t)
 			time.Sleep(d)
 			w.paused.Store(nil)
@@ -191,6 +228,25 @@ func (r *run) work(w *worker) {
 			w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(len(w.s.Tokens))})
 		}
 	}
+}
+
+// hold is how a worker that claimed with a timed lease waits before it goes on, in real time:
+// until the edge of that lease, where its completion and other workers' claims land, or a
+// plain pause. Nil: it goes on as after any claim.
+func (w *worker) hold(timed bool) program.Procedure {
+	if !timed {
+		return nil
+	}
+	margin := program.NearMargins[w.rng.IntN(len(program.NearMargins))]
+	switch draw(w.rng, TimedHoldWeights) {
+	case "until before its end":
+		return program.Near{W: w.c.Name, Margin: margin}
+	case "until after its end":
+		return program.Near{W: w.c.Name, Margin: margin, After: true}
+	case "pause":
+		return program.Sleep{D: program.RealPauses[w.rng.IntN(len(program.RealPauses))]}
+	}
+	return nil
 }
 
 // pause is how long a worker holds a claimed job before completing it: mostly not at all, and
