@@ -44,6 +44,9 @@ func Corpus() []Entry {
 		{Name: "seed-locker-cancelled", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, EndCancel), Claim(1), Complete(1, 0)}},
 		{Name: "seed-locker-terminated", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, EndTerminate), Claim(1), Complete(1, 0)}},
 		{Name: "seed-crash-and-drain", Steps: []Step{Enqueue(3), Claim(0), Claim(1), Crash(0), Pause(1), Drain(2)}},
+		// Real time: w0's 100 ms lease runs out while it pauses (nothing expires it), w1 may
+		// reclaim the job, w0's late completion changes nothing.
+		{Name: "seed-lease-runs-out", Steps: []Step{Enqueue(2), TimedClaim(0, 0), Near(0, 0, true), Claim(1), Complete(0, 0), Complete(1, 0), Sleep(0)}},
 
 		{Name: "mutant-claim-highest-id", Mutant: "claim-highest-id", Property: model.PClaimOrder,
 			Steps: []Step{Enqueue(2), Claim(0)}},
@@ -73,6 +76,17 @@ func Corpus() []Entry {
 			Steps: []Step{Enqueue(1), Claim(0), Complete(0, 0), Complete(0, 0)}},
 		{Name: "mutant-complete-reports-without-change", Mutant: "complete-reports-without-change", Property: model.PDoneOnce,
 			Steps: []Step{Enqueue(1), Claim(0), Complete(0, 0)}},
+		// The mutants only real time shows, each with its shortest spans.
+		{Name: "mutant-claim-expires-leases-early", Mutant: "claim-expires-leases-early", Property: model.PExclusion,
+			Steps: []Step{Enqueue(2), TimedClaim(2, 0), Claim(0)}},
+		{Name: "mutant-claim-shortens-lease", Mutant: "claim-shortens-lease", Property: model.PDBTime,
+			Steps: []Step{Enqueue(1), TimedClaim(0, 0), Near(0, 0, false), Claim(1)}},
+		{Name: "mutant-claim-uses-now", Mutant: "claim-uses-now", Property: model.PFencing,
+			Steps: []Step{Enqueue(3), ClaimTxn(1, 2, 0, 0, TxnCompleteCommit)}},
+		{Name: "mutant-complete-uses-now", Mutant: "complete-uses-now", Property: model.PFencing,
+			Steps: []Step{Enqueue(3), ClaimTxn(2, 0, 1, 0, TxnCompleteCommit)}},
+		{Name: "mutant-complete-accepts-late-lease", Mutant: "complete-accepts-late-lease", Property: model.PFencing,
+			Steps: []Step{Enqueue(1), TimedClaim(0, 0), Near(0, 0, true), Complete(0, 0)}},
 	}
 }
 

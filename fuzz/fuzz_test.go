@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -184,7 +185,9 @@ func TestCorpusCatchesMutants(t *testing.T) {
 
 // TestDecode pins the encoding the corpus files depend on.
 func TestDecode(t *testing.T) {
-	steps := []fuzz.Step{fuzz.Enqueue(3), fuzz.Complete(2, 1), fuzz.Lock(1, 4), fuzz.Release(1, fuzz.EndTerminate)}
+	steps := []fuzz.Step{fuzz.Enqueue(3), fuzz.Complete(2, 1), fuzz.Lock(1, 4), fuzz.Release(1, fuzz.EndTerminate),
+		fuzz.TimedClaim(1, 2), fuzz.Near(2, 1, true), fuzz.Near(0, 2, false), fuzz.Sleep(2), fuzz.ClaimTxn(0, 1, 2, 0, fuzz.TxnCompleteRollback),
+		fuzz.ClaimTxn(2, 2, 1, 3, fuzz.TxnCommit)}
 	got := fuzz.Decode(append(fuzz.Encode(steps), 0xff))
 	if len(got) != len(steps) {
 		t.Fatalf("decoded %d steps, want %d", len(got), len(steps))
@@ -206,8 +209,16 @@ func TestDecode(t *testing.T) {
 		}
 		lines = append(lines, op.String())
 	}
-	if s := strings.Join(lines, "; "); s != "enqueue 3; w2 complete newest-1; locker1 lock job 20; locker1 terminate" {
-		t.Errorf("decoded as %q", s)
+	want := []string{"enqueue 3", "w2 complete newest-1", "locker1 lock job 20", "locker1 terminate",
+		"w1 claim lease 500ms", "w2 pause until 40ms after its lease ends", "w0 pause until 120ms before its lease ends", "pause 150ms",
+		"w0 begin; pause 50ms; claim lease 100ms; pause 300ms; complete it; rollback",
+		"w2 begin; pause 200ms; claim lease 1s; pause 150ms; commit"}
+	if !slices.Equal(lines, want) {
+		t.Errorf("decoded as\n%q\nwant\n%q", lines, want)
+	}
+	// The kinds are numbered as the corpus files were written: new ones come after.
+	if got := fuzz.Encode([]fuzz.Step{fuzz.Pause(1), fuzz.TimedClaim(0, 0), fuzz.Near(0, 0, false), fuzz.Sleep(0), fuzz.ClaimTxn(0, 0, 0, 0, 0)}); !bytes.Equal(got, []byte{8, 1, 9, 0, 10, 0, 11, 0, 12, 0}) {
+		t.Errorf("kind codes moved: %v", got)
 	}
 	if n := len(fuzz.Decode(make([]byte, 10*fuzz.MaxSteps))); n != fuzz.MaxSteps {
 		t.Errorf("a long input decoded to %d steps, want the cap %d", n, fuzz.MaxSteps)

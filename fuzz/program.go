@@ -21,6 +21,8 @@ package fuzz
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"pgqcheck/program"
 )
@@ -49,6 +51,12 @@ const (
 	KCrash
 	KDrain
 	KPause
+	// Real time: claims with leases that end by themselves, pauses to a lease's edge, plain
+	// pauses, and claim transactions that wait before their claim and before their completion.
+	KTimedClaim
+	KNear
+	KSleep
+	KClaimTxn
 	numKinds
 )
 
@@ -90,7 +98,17 @@ const (
 	EndTerminate
 )
 
-// Constructors for writing programs by hand (the seed corpus).
+// How a claim transaction ends, in the encoding's order.
+type TxnEnd int
+
+const (
+	TxnCompleteCommit   TxnEnd = iota // complete the claimed job, commit
+	TxnCommit                         // commit without completing
+	TxnCompleteRollback               // complete it, then roll back: nothing happened
+)
+
+// Constructors for writing programs by hand (the seed corpus). Spans are positions in the
+// program package's scales (program.TimedLeases, NearMargins, RealPauses, TxnWaits, TxnHolds).
 func Enqueue(n int) Step          { return Step{KEnqueue, byte(n - 1)} }
 func Claim(w int) Step            { return Step{KClaim, byte(w)} }
 func Complete(w, back int) Step   { return Step{KComplete, byte(w + Workers*back)} }
@@ -100,6 +118,26 @@ func Release(l int, how End) Step { return Step{KRelease, byte(l + Lockers*int(h
 func Crash(w int) Step            { return Step{KCrash, byte(w)} }
 func Drain(w int) Step            { return Step{KDrain, byte(w)} }
 func Pause(w int) Step            { return Step{KPause, byte(w)} }
+func TimedClaim(w, lease int) Step {
+	return Step{KTimedClaim, byte(w + Workers*lease)}
+}
+func Near(w, margin int, after bool) Step {
+	a := w + Workers*margin
+	if after {
+		a += Workers * len(program.NearMargins)
+	}
+	return Step{KNear, byte(a)}
+}
+func Sleep(pause int) Step { return Step{KSleep, byte(pause)} }
+func ClaimTxn(w, wait, hold, lease int, end TxnEnd) Step {
+	nw, nh, nl := len(program.TxnWaits), len(program.TxnHolds), len(program.TimedLeases)
+	a := w + Workers*(wait+nw*(hold+nh*(lease+nl*int(end))))
+	if a > 255 {
+		// A rolled-back transaction with a long lease and long waits does not fit one byte.
+		panic(fmt.Sprintf("fuzz.ClaimTxn(%d, %d, %d, %d, %d): argument %d does not fit a byte", w, wait, hold, lease, end, a))
+	}
+	return Step{KClaimTxn, byte(a)}
+}
 
 // Op decodes a step into the operation it stands for, resolving job positions against the
 // world: the fuzzer's programs are the program package's operations. ok is false when the step
@@ -136,9 +174,25 @@ func (s Step) Op(w *program.World) (op program.Op, ok bool) {
 		return program.Drain{S: worker}, true
 	case KPause:
 		return program.Pause{W: worker}, true
+	case KTimedClaim:
+		return program.Claim{S: worker, Lease: span(program.TimedLeases, a/Workers)}, true
+	case KNear:
+		n := len(program.NearMargins)
+		return program.Near{W: worker, Margin: span(program.NearMargins, a/Workers), After: (a/Workers/n)%2 == 1}, true
+	case KSleep:
+		return program.Sleep{D: span(program.RealPauses, a)}, true
+	case KClaimTxn:
+		r := a / Workers
+		nw, nh, nl := len(program.TxnWaits), len(program.TxnHolds), len(program.TimedLeases)
+		end := TxnEnd((r / (nw * nh * nl)) % 3)
+		return program.ClaimTxn{S: worker, Wait: span(program.TxnWaits, r), Hold: span(program.TxnHolds, r/nw),
+			Lease: span(program.TimedLeases, r/(nw*nh)), Complete: end != TxnCommit, Commit: end != TxnCompleteRollback}, true
 	}
 	return nil, false
 }
+
+// span is the i-th span of a scale, i taken modulo its length.
+func span(scale []time.Duration, i int) time.Duration { return scale[i%len(scale)] }
 
 // Run resets e and runs the steps that apply, stopping at the first violation or harness error.
 func Run(ctx context.Context, e *program.Env, steps []Step) error {

@@ -106,6 +106,22 @@ func regenerate(t *testing.T, in *sut.Installed, cfg linear.ScheduledConfig, pat
 	}
 }
 
+// TestScheduledCorpusRealTime: FuzzScheduled's real-time entry still draws what it was written
+// for: claims with leases that end by themselves, a pause past one's end, a claim transaction
+// that waits, and a plain pause; a correct queue passes it.
+func TestScheduledCorpusRealTime(t *testing.T) {
+	data, err := fuzz.ReadInputFile(filepath.Join(fuzz.ScheduledCorpusDir, "seed-real-time"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := linear.NewScheduler(context.Background(), suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue)), linear.ScheduledConfig{Name: "real-time", ReportDir: t.TempDir()})
+	defer s.Close()
+	s.RunBytes(t, data)
+	if c := s.Counts; c.TimedClaims < 2 || c.RealPauses < 4 {
+		t.Fatalf("the entry made %d timed claims and %d pauses, not the 2 and 4 it was written for (have the scheduled weights changed?):\n%s", c.TimedClaims, c.RealPauses, s.Trace())
+	}
+}
+
 // BenchmarkFuzzScheduledExec measures what one fuzz worker can execute of FuzzScheduled: random
 // 64-byte inputs run as scheduled runs on the seed queue, resets, drains and linearizability
 // checks included (what -fuzz does per input, without the fuzzer's own bookkeeping).

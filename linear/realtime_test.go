@@ -189,6 +189,13 @@ func TestScheduledRealTimeRun(t *testing.T) {
 	if !hasLine(s.Trace(), "s0 claim -> job 1 gen 2") || s.Counts.RealPauses != 4 {
 		t.Fatalf("the replay did not pause and reclaim as the run did:\n%s", s.Trace())
 	}
+
+	// Its choices, as a FuzzScheduled input (fuzz/testdata/fuzz/FuzzScheduled/seed-real-time
+	// holds them), draw and run the same program.
+	s.RunBytes(t, ch.rec.bytes)
+	if s.Last() != nil || s.ran.Body() != p.Body() {
+		t.Fatalf("the choices as input bytes ran\n%s\nnot\n%s", s.ran.Body(), p.Body())
+	}
 }
 
 // TestScheduledPauseKeepsWaitersInFlight: a pause stops the schedule, not the statements in
