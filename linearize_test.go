@@ -140,6 +140,11 @@ func TestMutants(t *testing.T) {
 		case "scheduled":
 			t.Run(r.Mutant+"/scheduled-replay", func(t *testing.T) {
 				// The failure replays from its program alone: the interleaving is the program.
+				// A real-time catch that rapid's own replay did not reproduce (the run's timing
+				// put a statement past a lease's edge) is kept as such, marked, and not asked to.
+				if f.Flaky {
+					t.Skipf("caught, not reproduced by rapid's replay:\n%s", f.Program.Format())
+				}
 				in := suttest.Install(t, byName[r.Mutant].Queue)
 				g, err := linear.ReplayProgram(ctx, in, linear.ScheduledConfig{Name: r.Mutant, ReportDir: t.TempDir()}, f.Program)
 				if err != nil || g == nil || g.Property() != f.Property() {

@@ -85,7 +85,8 @@ func NewScheduler(ctx context.Context, in *sut.Installed, cfg ScheduledConfig) *
 }
 
 // Last is the last failing run's finding: after a rapid search, the shrunk failure's (rapid
-// ends by replaying it). Nil when no run failed.
+// ends by replaying it), or, when that replay held, the last run that failed. Nil when no run
+// failed.
 func (s *Scheduler) Last() *program.Finding { return s.last }
 
 // Close ends every session, whatever it was doing.
@@ -160,9 +161,17 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 		n = len(d.lengths)
 	}
 	r := &srun{s: s, t: t, c: c, rec: NewRecorder(true), sessions: n}
-	s.last, s.Counts, s.history, s.ran = nil, program.Counts{}, nil, nil
+	s.Counts, s.history, s.ran = program.Counts{}, nil, nil
+	// Under rapid, a failure stands until a later run fails: with real time, rapid's replay of
+	// a failing run may hold (which statement lands first past a lease's edge depends on the
+	// run's own timing), and what the failing run saw is a broken promise all the same, since
+	// the model judges only by measured windows. A replay of one input or program stands alone.
+	if _, searching := c.(*rapidChoices); !searching {
+		s.last = nil
+	}
 	defer r.abandon()
 	if err := r.start(n); err != nil {
+		s.last = nil
 		t.Fatalf("harness: %v", err)
 	}
 	if saved != nil {
@@ -735,6 +744,7 @@ func (r *srun) violation(v *model.Violation) {
 
 // harness ends the run with a failure of the suite's own machinery.
 func (r *srun) harness(err error) {
+	r.s.last = nil // the harness failed, not the queue
 	r.t.Fatalf("harness: %s\n%s", textfmt.OneLine(errText(err)), r.listing())
 }
 
