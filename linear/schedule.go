@@ -27,6 +27,9 @@ var (
 	PrefixWeights   = program.Weights{"claim": 2, "complete": 1, "expire": 2, "enqueue": 1, "timed-claim": 1}
 	SuffixWeights   = program.Weights{"claim": 4, "complete": 4, "expire": 3, "claim-txn": 3, "lock-txn": 2, "enqueue": 1, "snapshot": 1, "real-time": 1}
 	RealTimeWeights = program.Weights{"timed-claim": 40, "lease-edge": 2, "near-end": 1, "real-pause": 1, "timed-claim-txn": 1}
+	// EdgeLeases are the leases a lease-edge claim draws: the shorter of program.TimedLeases,
+	// since the whole schedule then waits that lease out.
+	EdgeLeases = program.TimedLeases[:2]
 )
 
 // kindOrder fixes the order in which weighted kinds are laid out for drawing: the same
@@ -94,7 +97,7 @@ func (p *drawn) drawOp(c chooser, label string, kinds []string, s string) []prog
 	case "lease-edge":
 		// What the session does next, or another session's claim or snapshot, lands at the
 		// edge of the lease it just took.
-		return []program.Op{timedClaim(c, s), near(c, s)}
+		return []program.Op{program.Claim{S: s, Lease: pick(c, "lease", EdgeLeases)}, near(c, s)}
 	case "near-end":
 		return one(near(c, s))
 	case "real-pause":
