@@ -158,7 +158,7 @@ type stress struct{}
 func (stress) Name() string { return "stress" }
 
 func (stress) Properties() []Property {
-	return []Property{PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PLinearizable, PNoErrors}
+	return []Property{PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PLinearizable, PDBTime, PNoErrors}
 }
 
 // stressRound is how long a round's traffic runs; the drain and the check come on top.
@@ -207,7 +207,7 @@ type scheduled struct{}
 func (scheduled) Name() string { return "scheduled" }
 
 func (scheduled) Properties() []Property {
-	return []Property{PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PLinearizable, PNoErrors}
+	return []Property{PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PLinearizable, PDBTime, PNoErrors}
 }
 
 func (scheduled) Start(ctx context.Context, w *Worker) (Hunter, error) {
