@@ -390,7 +390,7 @@ func (r *srun) issue(x *sched, op program.Op) {
 		f := &Flight{Stmt: stmt}
 		switch stmt.Kind {
 		case program.KClaim:
-			r.timed = r.timed || stmt.Lease != program.LongLease
+			r.timed = r.timed || stmt.Timed()
 			f.Strict = true
 			for _, o := range r.x {
 				if o != x && (o.fl != nil || o.s.InTxn) {

@@ -410,8 +410,8 @@ func CountOps(h *History) program.Counts {
 				c.Enqueued++
 			}
 		case model.OpClaim:
-			if in.Lease != 0 && in.Lease != program.LongLease && out.Outcome != model.NotSent {
-				c.TimedClaims++ // a lease that ends by itself
+			if program.TimedLease(in.Lease) && out.Outcome != model.NotSent {
+				c.TimedClaims++
 			}
 			switch {
 			case out.Outcome != model.Returned:

@@ -49,17 +49,8 @@ type Job struct {
 // LeaseAt says whether a running job's lease is live at a statement that ran in window at.
 func (j Job) LeaseAt(at Window) Liveness { return leaseAt(j.Until, at) }
 
-// eligible says whether a claim in window at may take the job (ignoring row locks): yes for a
-// ready job, and for a running one whose lease is over; maybe while its end may lie in at.
-func (j Job) eligible(at Window) Liveness {
-	switch j.State {
-	case Ready:
-		return Live
-	case Running:
-		return Live - j.LeaseAt(at)
-	}
-	return Over
-}
+// eligible says whether a claim in window at may take the job (ignoring row locks).
+func (j Job) eligible(at Window) Liveness { return claimableAt(j.State, j.Until, at) }
 
 // lease describes a running job's lease for verdicts: when it was claimed, how long, and
 // where its end lies.
@@ -267,10 +258,10 @@ func (q *Queue) skipped(at Window, which func(*Job) bool) {
 // must succeed, Over when it must change nothing, Uncertain when the lease may end inside at.
 func (q *Queue) CompleteWouldSucceed(at Window, id, gen int64) Liveness {
 	j, ok := q.jobs[id]
-	if !ok || j.State != Running || j.Generation != gen {
+	if !ok {
 		return Over
 	}
-	return j.LeaseAt(at)
+	return completableAt(j.State, j.Generation, gen, j.Until, at)
 }
 
 // Complete checks the number of rows a complete(id, gen) in window at reported, and applies it.

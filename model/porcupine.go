@@ -122,22 +122,17 @@ type JobState struct {
 
 // eligible: may a claim in window at take the job (Live: it must be able to).
 func (s JobState) eligible(at Window) Liveness {
-	switch {
-	case !s.Exists:
+	if !s.Exists {
 		return Over
-	case s.State == Ready:
-		return Live
-	case s.State == Running:
-		return Live - leaseAt(s.Until, at)
 	}
-	return Over
+	return claimableAt(s.State, s.Until, at)
 }
 
 func (s JobState) completable(gen int64, at Window) Liveness {
-	if !s.Exists || s.State != Running || s.Gen != gen {
+	if !s.Exists {
 		return Over
 	}
-	return leaseAt(s.Until, at)
+	return completableAt(s.State, s.Gen, gen, s.Until, at)
 }
 
 // claimedState is the job after a claim in window at with the given lease.

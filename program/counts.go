@@ -115,7 +115,7 @@ func (a *answers) note(st Stmt, r Result) {
 		} else {
 			a.empty++
 		}
-		if st.Lease != LongLease && st.Lease != 0 {
+		if st.Timed() {
 			a.timed++
 		}
 	case KComplete:

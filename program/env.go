@@ -199,7 +199,9 @@ func (e *Env) transaction(ctx context.Context, tx Transaction) error {
 		case Step:
 			wasAborted := s.Aborted
 			_, err = e.Do(ctx, p)
-			committed = committed || (p == Step(Commit{S: s.Name}) && err == nil && !wasAborted)
+			if _, commit := p.(Commit); commit && err == nil && !wasAborted {
+				committed = true
+			}
 		}
 		if err != nil {
 			return err
@@ -253,9 +255,7 @@ func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
 			}
 			e.stepAt.To = at.To
 		}
-		if stmt.Kind == KClaim && stmt.Lease != LongLease {
-			e.timed = true
-		}
+		e.timed = e.timed || stmt.Timed()
 		if a := stmt.Answer(r); a != "" {
 			e.answers = append(e.answers, a)
 		}

@@ -122,8 +122,9 @@ func init() {
 	rule("begin; lock job %d; rollback", func(s string, v []string) (Op, error) { return LockTxn{S: s, Job: int64(num(v[0]))}, nil })
 }
 
-// parseClaimTxn reads a claim transaction's line: its parts, separated by "; ", each as the
-// part prints alone (the pauses, the claim with or without a lease), and "complete it".
+// parseClaimTxn reads a claim transaction's line: its parts, separated by "; ", each read by
+// the grammar as it prints alone (a pause; the claim, on the transaction's session), and
+// "complete it".
 func parseClaimTxn(s string, v []string) (Op, error) {
 	o := ClaimTxn{S: s}
 	parts := strings.Split(v[0], "; ")
@@ -131,28 +132,30 @@ func parseClaimTxn(s string, v []string) (Op, error) {
 	for i, part := range parts {
 		switch {
 		case i == 0 && part == fmtBegin:
+			continue
 		case i == len(parts)-1 && (part == fmtCommit || part == fmtRollback):
 			o.Commit = part == fmtCommit
+			continue
 		case part == fmtCompleteIt && claimed:
 			o.Complete = true
-		case strings.HasPrefix(part, "pause "):
-			d, err := dur(strings.TrimPrefix(part, "pause "))
-			if err != nil {
-				return nil, err
-			}
+			continue
+		}
+		op, err := ParseOp(part)
+		if _, pause := op.(Sleep); err != nil || !pause {
+			op, err = ParseOp(on(s) + part)
+		}
+		switch p := op.(type) {
+		case Sleep:
 			if claimed {
-				o.Hold = d
+				o.Hold = p.D
 			} else {
-				o.Wait = d
+				o.Wait = p.D
 			}
-		case part == fmtClaim && !claimed:
-			claimed = true
-		case strings.HasPrefix(part, "claim lease ") && !claimed:
-			d, err := dur(strings.TrimPrefix(part, "claim lease "))
-			if err != nil {
-				return nil, err
+		case Claim:
+			if claimed {
+				return nil, fmt.Errorf("%q: a claim transaction claims once", part)
 			}
-			o.Lease, claimed = d, true
+			o.Lease, claimed = p.Lease, true
 		default:
 			return nil, fmt.Errorf("%q is not a part of a claim transaction (begin; [pause D;] claim [lease D]; [pause D;] [complete it;] commit or rollback)", part)
 		}

@@ -80,6 +80,13 @@ func (st Stmt) Exec(ctx context.Context, s *sut.Session) Result {
 	return Result{Err: fmt.Errorf("unknown statement %q", st.Kind)}
 }
 
+// TimedLease reports whether a claim's lease is one of its own length, which ends by itself
+// within a run (the long lease, or none given, outlives it).
+func TimedLease(d time.Duration) bool { return d != 0 && d != LongLease }
+
+// Timed reports whether the statement is a claim with a lease that ends by itself.
+func (st Stmt) Timed() bool { return st.Kind == KClaim && TimedLease(st.Lease) }
+
 // Input is the statement as a history records what was asked (the queue's own statements).
 func (st Stmt) Input() model.Input {
 	switch st.Kind {
