@@ -16,9 +16,11 @@ import (
 //
 // Real time comes in through claims whose leases end by themselves (timed-claim; in the prefix
 // too, so that the concurrent part can start with such a lease), such a claim followed by the
-// session's pause to just before or just after that lease's end (lease-edge), that pause alone
-// on the session's newest lease (near-end), plain pauses (real-pause), and claim transactions
-// that wait before their claim and before their completion (timed-claim-txn).
+// session's pause to just before or just after that lease's end (lease-edge), the same with the
+// holder's completion at that edge (edge-complete: before it the completion must be accepted,
+// after it refused), that pause alone on the session's newest lease (near-end), plain pauses
+// (real-pause), and claim transactions that wait before their claim and before their
+// completion (timed-claim-txn).
 // A suffix operation of kind real-time is one of those, drawn by RealTimeWeights. Every pause
 // stops the whole schedule for a tenth of a second or more, where a run without one lasts
 // milliseconds, so pauses are a small part of that share and timed claims, which cost
@@ -26,7 +28,7 @@ import (
 var (
 	PrefixWeights   = program.Weights{"claim": 2, "complete": 1, "expire": 2, "enqueue": 1, "timed-claim": 1}
 	SuffixWeights   = program.Weights{"claim": 4, "complete": 4, "expire": 3, "claim-txn": 3, "lock-txn": 2, "enqueue": 1, "snapshot": 1, "real-time": 1}
-	RealTimeWeights = program.Weights{"timed-claim": 40, "lease-edge": 2, "near-end": 1, "real-pause": 1, "timed-claim-txn": 1}
+	RealTimeWeights = program.Weights{"timed-claim": 40, "lease-edge": 2, "near-end": 1, "real-pause": 1, "timed-claim-txn": 1, "edge-complete": 8}
 	// EdgeLeases are the leases a lease-edge claim draws: the shorter of program.TimedLeases,
 	// since the whole schedule then waits that lease out.
 	EdgeLeases = program.TimedLeases[:2]
@@ -36,7 +38,7 @@ var (
 // choices give the same program on every run. New kinds go at the end, so that the inputs
 // saved before them (FuzzScheduled's corpus) still draw what they drew.
 var kindOrder = []string{"claim", "complete", "expire", "claim-txn", "lock-txn", "enqueue", "snapshot",
-	"real-time", "timed-claim", "lease-edge", "near-end", "real-pause", "timed-claim-txn"}
+	"real-time", "timed-claim", "lease-edge", "near-end", "real-pause", "timed-claim-txn", "edge-complete"}
 
 // drawn is a drawn scheduled program: a prefix run one operation at a time, then one suffix per
 // session run concurrently under the drawn schedule. A suffix's length is drawn up front and
@@ -98,6 +100,10 @@ func (p *drawn) drawOp(c chooser, label string, kinds []string, s string) []prog
 		// What the session does next, or another session's claim or snapshot, lands at the
 		// edge of the lease it just took.
 		return []program.Op{program.Claim{S: s, Lease: pick(c, "lease", EdgeLeases)}, near(c, s)}
+	case "edge-complete":
+		// The holder's next statement is its completion, at the edge the pause reached: a
+		// lease that ends early, or a completion that accepts a late one, shows here.
+		return []program.Op{program.Claim{S: s, Lease: pick(c, "lease", EdgeLeases)}, near(c, s), program.Complete{S: s}}
 	case "near-end":
 		return one(near(c, s))
 	case "real-pause":
