@@ -23,6 +23,7 @@ import (
 // scratch, shrunk and reduced, and written. (That every mutant is caught at all is TestMutants'
 // kill table.)
 func TestMutantPrograms(t *testing.T) {
+	suttest.SelfCheck(t, ".")
 	ms, err := mutant.Load("testdata/mutants")
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +74,9 @@ func TestMutantPrograms(t *testing.T) {
 // long as the queue being judged still has that bug; the queue it was found on is only
 // information. A program that caught a mutant must still catch it, with the same property.
 func TestPropPrograms(t *testing.T) {
+	// Replays read no rapid flag: this runs beside the kill table, every queue and every
+	// mutant's case in a database of its own.
+	t.Parallel()
 	cases, err := corpus.Load(".")
 	if err != nil {
 		t.Fatal(err)
@@ -94,15 +98,20 @@ func TestPropPrograms(t *testing.T) {
 		}
 	}
 	for _, q := range suttest.Queues(t) {
-		t.Run(q.Name, func(t *testing.T) { judgeCorpus(t, q, cases) })
+		t.Run(q.Name, func(t *testing.T) {
+			t.Parallel()
+			judgeCorpus(t, q, cases)
+		})
 	}
 	t.Run("mutants", func(t *testing.T) {
+		suttest.SelfCheck(t, ".")
 		for _, c := range cases {
 			m := byName[c.Mutant()]
 			if m == nil {
 				continue
 			}
 			t.Run(c.Name(), func(t *testing.T) {
+				t.Parallel()
 				want, ok := c.Program.Property()
 				if !ok {
 					t.Fatalf("%s has no %q header naming the property it breaks", c.Path, program.HeaderProperty)
@@ -147,6 +156,7 @@ func replayOn(t *testing.T, q *sut.Queue, c *corpus.Case) *program.Finding {
 // program found on a buggy queue Y must not fail the verdict on a correct queue X, and must
 // fail the verdict on any queue that still has Y's bug, wherever that queue's folder is.
 func TestCorpusJudgesTheQueueUnderTest(t *testing.T) {
+	suttest.SelfCheck(t, ".")
 	ms, err := mutant.Load("testdata/mutants")
 	if err != nil {
 		t.Fatal(err)

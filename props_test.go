@@ -20,10 +20,14 @@ import (
 var reduceFor = flag.Duration("pgqcheck.reduce", 20*time.Second, "how long a failure's program may be reduced after rapid's shrinking")
 
 // TestPropQueue drives the model and the real queue side by side, one operation at a time,
-// for every queue under judgement (the built-ins, or PGQCHECK_SQL_DIR alone).
+// for every queue under judgement (the built-ins, or PGQCHECK_SQL_DIR alone), each queue in a
+// database of its own, side by side.
 func TestPropQueue(t *testing.T) {
 	for _, q := range suttest.Queues(t) {
-		t.Run(q.Name, func(t *testing.T) { propQueue(t, q, false) })
+		t.Run(q.Name, func(t *testing.T) {
+			t.Parallel()
+			propQueue(t, q, false)
+		})
 	}
 }
 

@@ -80,11 +80,15 @@ func Run(soft, hard context.Context, cfg Config) (*Report, error) {
 	}
 	fmt.Fprintf(cp.cfg.Log, "run: queue %s, mode %s, %d worker(s), seed %d, for %s\n", cfg.Queue.Source, cfg.Mode.Name(), cfg.Workers, cfg.Seed, cfg.Duration)
 
-	workers, cleanup, err := cp.startWorkers(soft)
+	// Setup finishes even when the first Ctrl-C comes during it: the campaign then runs no
+	// round and still reports (interrupted, nothing checked); only the second abandons it.
+	setupStart := time.Now()
+	workers, cleanup, err := cp.startWorkers(hard)
 	defer cleanup()
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(cp.cfg.Log, "run: %d database(s) ready in %s; searching\n", len(workers), Round(time.Since(setupStart)))
 	cp.start = time.Now()
 	stop, stopAll := context.WithTimeout(soft, cfg.Duration)
 	defer stopAll()

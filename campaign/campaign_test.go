@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
+	"pgqcheck/sut/suttest"
 )
 
 func server(t *testing.T) *pgserver.Server {
@@ -72,8 +75,14 @@ func copyMutant(t *testing.T, name string) (root string, q *sut.Queue) {
 
 func run(t *testing.T, ctx context.Context, cfg Config) (*Report, string) {
 	t.Helper()
+	return runLogged(t, ctx, io.Discard, cfg)
+}
+
+// runLogged is run with the campaign's lines also written to also.
+func runLogged(t *testing.T, ctx context.Context, also io.Writer, cfg Config) (*Report, string) {
+	t.Helper()
 	var log bytes.Buffer
-	cfg.Server, cfg.Log, cfg.Progress = server(t), &log, &log
+	cfg.Server, cfg.Log, cfg.Progress = server(t), io.MultiWriter(&log, also), &log
 	if cfg.Workers == 0 {
 		cfg.Workers = 1
 	}
@@ -87,6 +96,7 @@ func run(t *testing.T, ctx context.Context, cfg Config) (*Report, string) {
 }
 
 func TestCampaignHoldsOnSeed(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	rep, out := run(t, context.Background(), Config{Queue: sut.MustBuiltin("seed"), Mode: mode(t, AllModes), Workers: 2, Seed: 7, Duration: 4 * time.Second, Root: root})
 	if rep.Verdict != VerdictHeld || rep.Checks == 0 || rep.Histories == 0 || rep.Counts.Claims == 0 || rep.StopReason != "duration reached" || rep.Format != ReportFormat {
@@ -108,6 +118,7 @@ func TestCampaignHoldsOnSeed(t *testing.T) {
 // mutant reports it as a saved case that still fails, and a campaign on the seed with the same
 // corpus holds: a case is judged on the queue under test, not on the queue it was found on.
 func TestCampaignSavesReplayableProgram(t *testing.T) {
+	t.Parallel()
 	root, q := copyMutant(t, "complete-ignores-generation")
 	rep, out := run(t, context.Background(), Config{Queue: q, Mode: mode(t, "sequential"), Seed: 3, Duration: time.Minute, ShrinkTime: 2 * time.Second, Root: root})
 	if rep.Verdict != VerdictViolated || len(rep.Failures) != 1 {
@@ -158,6 +169,7 @@ func TestCampaignSavesReplayableProgram(t *testing.T) {
 // TestCampaignScheduledFinding: a scheduled-mode failure carries its typed property, its
 // program and interleaving as a field, and a FuzzScheduled input that replays it.
 func TestCampaignScheduledFinding(t *testing.T) {
+	t.Parallel()
 	root, q := copyMutant(t, "complete-ignores-generation")
 	rep, out := run(t, context.Background(), Config{Queue: q, Mode: mode(t, "scheduled"), Seed: 3, Duration: time.Minute, ShrinkTime: time.Second, Root: root, ReportDir: t.TempDir()})
 	if rep.Verdict != VerdictViolated || len(rep.Failures) != 1 {
@@ -185,13 +197,31 @@ func TestCampaignScheduledFinding(t *testing.T) {
 	}
 }
 
+// onLine is a writer that calls f once, when a line containing s is written to it.
+func onLine(s string, f func()) io.Writer {
+	var once sync.Once
+	return writerFunc(func(p []byte) (int, error) {
+		if strings.Contains(string(p), s) {
+			once.Do(f)
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
 // TestInterruptWritesReport: cancelling the campaign's context (Ctrl-C) stops it after the
 // current round, and it still reports what ran.
 func TestInterruptWritesReport(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(1500*time.Millisecond, cancel)
+	// A second into the search (setup takes what the machine's load makes it take), the first
+	// round, rapid's property runs of a few milliseconds each, is under way.
+	started := onLine("searching", func() { time.AfterFunc(time.Second, cancel) })
 	start := time.Now()
-	rep, out := run(t, ctx, Config{Queue: sut.MustBuiltin("seed"), Mode: mode(t, "sequential"), Seed: 9, Duration: 5 * time.Minute, Root: t.TempDir(), PlanSizes: []int{1000}})
+	rep, out := runLogged(t, ctx, started, Config{Queue: sut.MustBuiltin("seed"), Mode: mode(t, "sequential"), Seed: 9, Duration: 5 * time.Minute, Root: t.TempDir(), PlanSizes: []int{1000}})
 	if !rep.Interrupted || rep.Checks == 0 || rep.Verdict != VerdictHeld || rep.ClaimCost != nil || time.Since(start) > time.Minute {
 		t.Errorf("after cancel: interrupted %v, checks %d, verdict %s, claim cost %v, after %s\n%s", rep.Interrupted, rep.Checks, rep.Verdict, rep.ClaimCost, time.Since(start), out)
 	}
@@ -286,6 +316,8 @@ func TestReportRoundTrip(t *testing.T) {
 // stress and scheduled, as TestMutants does), names the typed property that caught it,
 // and checks that the correct queues pass.
 func TestKillTable(t *testing.T) {
+	suttest.SelfCheck(t, "./campaign")
+	t.Parallel()
 	all, err := mutant.Load(moduleDir(t, "testdata/mutants"))
 	if err != nil {
 		t.Fatal(err)
@@ -363,6 +395,7 @@ func TestPropertyPrints(t *testing.T) {
 // testdata/histories, marked with its property, and re-checking that history fails with the
 // same typed property.
 func TestCampaignStressFinding(t *testing.T) {
+	t.Parallel()
 	root, q := copyMutant(t, "claim-without-lock")
 	rep, out := run(t, context.Background(), Config{Queue: q, Mode: mode(t, "stress"), Seed: 3, Duration: time.Minute, Root: root, ReportDir: t.TempDir()})
 	if rep.Verdict != VerdictViolated || len(rep.Failures) != 1 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -94,9 +95,10 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 		defer os.RemoveAll(dir)
 		scratch = dir
 	}
-	// Every row is a hunt of its own, on a database of its own: they run side by side, as many
-	// at once as the machine has cores (the real-time hunts mostly sleep), and the table keeps
-	// the mutants' order whatever order they finish in.
+	// Every row is a hunt of its own, on a database of its own: they run side by side, twice as
+	// many at once as the machine has cores (the hunts mostly wait, on Postgres or on real
+	// time), the longest first so that no long one starts last, and the table keeps the
+	// mutants' order whatever order they finish in.
 	type job struct {
 		i           int
 		m           *mutant.Mutant
@@ -115,24 +117,36 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 			}
 		}
 	}
+	order := make([]int, len(jobs))
+	for k := range order {
+		order[k] = k
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return huntCost(jobs[order[a]].m, jobs[order[a]].mode) > huntCost(jobs[order[b]].m, jobs[order[b]].mode)
+	})
+	next := make(chan int, len(jobs))
+	for _, k := range order {
+		next <- k
+	}
+	close(next)
 	rows := make([]KillRow, len(jobs))
 	var logMu sync.Mutex
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, max(2, runtime.NumCPU()))
-	for k, j := range jobs {
+	for range min(len(jobs), 2*runtime.NumCPU()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			if j.mode == "" {
-				rows[k] = KillRow{Mutant: j.m.Name, Bug: j.m.Bug, Suite: j.suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear)", j.suite)}
-			} else {
-				rows[k] = hunt(ctx, cfg, j.m, j.suite, j.mode, j.i, scratch)
+			for k := range next {
+				j := jobs[k]
+				if j.mode == "" {
+					rows[k] = KillRow{Mutant: j.m.Name, Bug: j.m.Bug, Suite: j.suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear)", j.suite)}
+				} else {
+					rows[k] = hunt(ctx, cfg, j.m, j.suite, j.mode, j.i, scratch)
+				}
+				logMu.Lock()
+				logRow(rows[k], cfg.Log)
+				logMu.Unlock()
 			}
-			logMu.Lock()
-			defer logMu.Unlock()
-			logRow(rows[k], cfg.Log)
 		}()
 	}
 	wg.Wait()
@@ -150,6 +164,21 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 		}
 	}
 	return kt, nil
+}
+
+// huntCost ranks how long a hunt takes, for starting the longest first: real-time mutants in
+// scheduled mode wait for a draw that reaches a lease's edge, real-time searches pause in every
+// run, a stress round lasts its full duration; everything else is caught in milliseconds.
+func huntCost(m *mutant.Mutant, mode string) int {
+	switch {
+	case mode == "scheduled" && m.Expects("PropLeaseTime"):
+		return 3
+	case mode == "lease-time", mode == "stress":
+		return 2
+	case mode == "scheduled":
+		return 1
+	}
+	return 0
 }
 
 // logRow tells log of a row as it is decided.

@@ -11,6 +11,7 @@ import (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	testflags.Defaults(map[string]string{"test.parallel": testflags.WaitingParallel()})
 	// Campaigns here hunt mutants: the report folders of their expected failures go with the tests.
 	remove := testflags.ScratchTemp()
 	code := pgserver.Main(m)

@@ -9,12 +9,15 @@ import (
 
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
+	"pgqcheck/sut/suttest"
 )
 
 // TestMatrixLocal runs the version matrix on this machine's own server with one mutant: the
 // walkthrough holds, every built-in queue's campaign holds and measures the claim's cost, the
 // mutant is caught by every mode its suites demand, and the table says so.
 func TestMatrixLocal(t *testing.T) {
+	suttest.SelfCheck(t, "./campaign")
+	t.Parallel()
 	ms, err := mutant.Load(moduleDir(t, "testdata/mutants"))
 	if err != nil {
 		t.Fatal(err)

@@ -140,6 +140,7 @@ func TestCorpusFiles(t *testing.T) {
 // catches that mutant with the property named, and every mutant the Prop suite must catch has
 // such a program.
 func TestCorpusCatchesMutants(t *testing.T) {
+	suttest.SelfCheck(t, "./fuzz")
 	ms, err := mutant.Load(filepath.Join("..", "testdata", "mutants"))
 	if err != nil {
 		t.Fatal(err)

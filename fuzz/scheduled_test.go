@@ -46,6 +46,7 @@ func processScheduler(t *testing.T) *linear.Scheduler {
 // With -update-corpus (go generate) an entry that is missing or no longer catches its mutant is
 // replaced by the shrunk run of a fresh search.
 func TestScheduledCorpus(t *testing.T) {
+	suttest.SelfCheck(t, "./fuzz")
 	ms, err := mutant.Load(filepath.Join("..", "testdata", "mutants"))
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ package testflags
 import (
 	"flag"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -78,3 +80,8 @@ func ScratchTemp() (remove func()) {
 		_ = os.RemoveAll(dir)
 	}
 }
+
+// WaitingParallel is the -parallel default for a package whose tests mostly wait, on Postgres
+// or on real time, each in a database of its own: twice the cores (the Go side of a run is a
+// fifth of a core).
+func WaitingParallel() string { return strconv.Itoa(2 * runtime.GOMAXPROCS(0)) }

@@ -4,6 +4,7 @@ package suttest
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"pgqcheck/sut"
@@ -60,4 +61,15 @@ func Queues(tb testing.TB) []*sut.Queue {
 		tb.Fatal(err)
 	}
 	return qs
+}
+
+// SelfCheck skips a test of the suite's own power (its mutants caught, its corpus catching
+// them) when PGQCHECK_SQL_DIR names a queue: such a run is a verdict on that queue, which these
+// tests do not judge, and they would be most of its cost. pkg is the test's package, for the
+// line that says how to run it.
+func SelfCheck(tb testing.TB, pkg string) {
+	tb.Helper()
+	if dir := os.Getenv(sut.EnvSQLDir); dir != "" {
+		tb.Skipf("self-check of the suite on its own mutants, not part of the verdict on %s; run it without %s: go test -run '^%s$' %s", dir, sut.EnvSQLDir, tb.Name(), pkg)
+	}
 }
