@@ -29,9 +29,8 @@ var stressFor = flag.Duration("linear.stress", 2*time.Second, "how long each Lin
 // and requires every job's history to be linearizable and the drained queue to account for
 // every job exactly once.
 func TestLinearStress(t *testing.T) {
-	// Beside the tests that only replay (no rapid flags move under it); one queue at a time,
-	// since stress traffic keeps the cores busy and its verdict grows with what it ran.
-	t.Parallel()
+	// Not beside other tests of this package, and one queue at a time: stress traffic keeps the
+	// cores busy, and its verdict grows with what it ran.
 	for _, q := range suttest.Queues(t) {
 		t.Run(q.Name, func(t *testing.T) {
 			in := suttest.Install(t, q)
