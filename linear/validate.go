@@ -47,6 +47,12 @@ func (v *Verdict) String() string {
 	return "FAIL: " + strings.Join(v.Problems, "; ")
 }
 
+// SettledBudget bounds the linearizability check of a history whose recording already broke a
+// property: the verdict stands, and porcupine only adds which jobs and why. To show a job's
+// history illegal it must try every order, which a queue that hands one job to two workers can
+// make exponential in the claims whose outcome is unknown (seen: the whole minute, on one job).
+const SettledBudget = 10 * time.Second
+
 // Check runs every check on a history: its shape, the violations seen while it ran,
 // linearizability of each job's operations (porcupine), and, for a drained run, the
 // total-queue accounting. timeout bounds the linearizability check as a whole.
@@ -58,7 +64,11 @@ func Check(h *History, timeout time.Duration) *Verdict {
 		return v
 	}
 	var first []*model.Violation
-	lin := checkLinearizable(h, timeout, v)
+	budget := timeout
+	if len(h.Findings) > 0 {
+		budget = min(timeout, SettledBudget)
+	}
+	lin := checkLinearizable(h, budget, v)
 	if lin != nil {
 		first = append(first, lin)
 	}
@@ -74,7 +84,15 @@ func Check(h *History, timeout time.Duration) *Verdict {
 		}
 	}
 	if v.Inconclusive {
-		v.Problems = append(v.Problems, "the linearizability check timed out: no verdict on some jobs")
+		v.Problems = append(v.Problems, fmt.Sprintf("the linearizability check timed out after %s: no verdict on some jobs", budget))
+		if v.Explanation == "" && len(h.Findings) > 0 {
+			var b strings.Builder
+			fmt.Fprintf(&b, "porcupine found no order and no proof of none within %s; the recording saw, as the statements returned:\n", budget)
+			for _, f := range h.Findings {
+				fmt.Fprintf(&b, "  %s\n", f.Error())
+			}
+			v.Explanation = b.String()
+		}
 	}
 	if len(v.Problems) > 0 {
 		v.OK = false
