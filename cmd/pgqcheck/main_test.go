@@ -71,7 +71,7 @@ func TestUsageErrors(t *testing.T) {
 		{"two queues", "", []string{"run", "--sql-dir", dir, "--queue", "split"}, "both name a queue"},
 		{"unknown queue", "", []string{"run", "--queue", "nope"}, `no built-in queue "nope"`},
 		{"unwritable report", "", []string{"run", "--duration", "1s", "--report", filepath.Join(file, "reports")}, "--report"},
-		{"unwritable corpus", "", []string{"run", "--duration", "1s", "--corpus", file}, "--corpus"},
+		{"unwritable corpus", "", []string{"run", "--duration", "1s", "--report", filepath.Join(dir, "reports"), "--corpus", file}, "--corpus"},
 		{"unknown mode", "", []string{"run", "--mode", "bogus"}, `unknown mode "bogus"`},
 		{"bad plan sizes", "", []string{"run", "--plan-sizes", "many"}, "--plan-sizes"},
 		{"unwritable evidence", "", []string{"walkthrough", "-o", filepath.Join(file, "e.json")}, "cannot be written"},
