@@ -47,8 +47,8 @@ func (v *Verdict) String() string {
 	return "FAIL: " + strings.Join(v.Problems, "; ")
 }
 
-// SettledBudget bounds the linearizability check of a history whose recording already broke a
-// property: the verdict stands, and porcupine only adds which jobs and why. To show a job's
+// SettledBudget bounds the linearizability check of a history whose recording or drain already
+// broke a property: the verdict stands, and porcupine only adds which jobs and why. To show a job's
 // history illegal it must try every order, which a queue that hands one job to two workers can
 // make exponential in the claims whose outcome is unknown (seen: the whole minute, on one job).
 const SettledBudget = 10 * time.Second
@@ -64,8 +64,13 @@ func Check(h *History, timeout time.Duration) *Verdict {
 		return v
 	}
 	var first []*model.Violation
+	// The accounting goes first: a job lost or completed twice settles the verdict, and the
+	// linearizability check then gets only SettledBudget.
+	if h.Drained {
+		v.Accounting = Account(h)
+	}
 	budget := timeout
-	if len(h.Findings) > 0 {
+	if len(h.Findings) > 0 || v.Accounting != nil && len(v.Accounting.Problems) > 0 {
 		budget = min(timeout, SettledBudget)
 	}
 	lin := checkLinearizable(h, budget, v)
@@ -76,8 +81,7 @@ func Check(h *History, timeout time.Duration) *Verdict {
 		v.Problems = append(v.Problems, f.Error())
 		first = append(first, f)
 	}
-	if h.Drained {
-		v.Accounting = Account(h)
+	if v.Accounting != nil {
 		for _, p := range v.Accounting.Problems {
 			v.Problems = append(v.Problems, p.Error())
 			first = append(first, p)
@@ -85,11 +89,11 @@ func Check(h *History, timeout time.Duration) *Verdict {
 	}
 	if v.Inconclusive {
 		v.Problems = append(v.Problems, fmt.Sprintf("the linearizability check timed out after %s: no verdict on some jobs", budget))
-		if v.Explanation == "" && len(h.Findings) > 0 {
+		if v.Explanation == "" && budget < timeout {
 			var b strings.Builder
-			fmt.Fprintf(&b, "porcupine found no order and no proof of none within %s; the recording saw, as the statements returned:\n", budget)
-			for _, f := range h.Findings {
-				fmt.Fprintf(&b, "  %s\n", f.Error())
+			fmt.Fprintf(&b, "porcupine found no order and no proof of none within %s; the recording and the drain saw:\n", budget)
+			for _, p := range first {
+				fmt.Fprintf(&b, "  %s\n", p.Error())
 			}
 			v.Explanation = b.String()
 		}
