@@ -152,13 +152,8 @@ func TestMutants(t *testing.T) {
 				if f.Flaky {
 					t.Skipf("caught, not reproduced by rapid's replay:\n%s", f.Program.Format())
 				}
-				// A real-time mutant's catch may hang on a statement landing a few milliseconds
-				// past a lease's edge, which a replay reaches only on some runs: it gets a few.
 				m := byName[r.Mutant]
-				tries := 1
-				if m.Expects("PropLeaseTime") {
-					tries = 5
-				}
+				tries := m.Replays()
 				in := suttest.Install(t, m.Queue)
 				var g *program.Finding
 				var err error

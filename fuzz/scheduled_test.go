@@ -69,14 +69,8 @@ func TestScheduledCorpus(t *testing.T) {
 				}
 				return linear.ReplayInput(ctx, in, t.Name(), cfg, data)
 			}
-			// A real-time mutant's entry hangs on a statement landing just past a lease's edge,
-			// which a loaded machine can shift: it gets a few replays.
-			tries := 1
-			if m.Expects("PropLeaseTime") {
-				tries = 5
-			}
 			f, err := replay()
-			for i := 1; i < tries && err == nil && f == nil; i++ {
+			for i := 1; i < m.Replays() && err == nil && f == nil; i++ {
 				f, err = replay()
 			}
 			if *updateCorpus && (err != nil || f == nil) {

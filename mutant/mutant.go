@@ -31,6 +31,17 @@ func (m *Mutant) Expects(suite string) bool {
 	return false
 }
 
+// Replays is how many times a saved catch of m (a program, a fuzz input) is replayed before it
+// counts as no longer catching: once, or five times for a mutant only real time shows
+// (PropLeaseTime), whose catch hangs on a statement landing just past a lease's edge, which a
+// loaded machine can shift.
+func (m *Mutant) Replays() int {
+	if m.Expects("PropLeaseTime") {
+		return 5
+	}
+	return 1
+}
+
 // Load reads every mutant folder under dir, sorted by name.
 func Load(dir string) ([]*Mutant, error) {
 	ents, err := os.ReadDir(dir)
