@@ -100,7 +100,7 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 	// time), the longest first so that no long one starts last, and the table keeps the
 	// mutants' order whatever order they finish in.
 	type job struct {
-		i           int
+		row, i      int
 		m           *mutant.Mutant
 		suite, mode string
 	}
@@ -110,41 +110,34 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 		for _, suite := range m.Expect {
 			names, ok := SuiteModes[suite]
 			if !ok {
-				names = []string{""}
+				row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear)", suite)}
+				logRow(row, cfg.Log)
+				kt.Rows = append(kt.Rows, row)
+				continue
 			}
 			for _, name := range names {
-				jobs = append(jobs, job{i, m, suite, name})
+				jobs = append(jobs, job{len(kt.Rows), i, m, suite, name})
+				kt.Rows = append(kt.Rows, KillRow{})
 			}
 		}
 	}
-	order := make([]int, len(jobs))
-	for k := range order {
-		order[k] = k
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		return huntCost(jobs[order[a]].m, jobs[order[a]].mode) > huntCost(jobs[order[b]].m, jobs[order[b]].mode)
-	})
-	next := make(chan int, len(jobs))
-	for _, k := range order {
-		next <- k
+	sort.SliceStable(jobs, func(a, b int) bool { return huntCost(jobs[a].m, jobs[a].mode) > huntCost(jobs[b].m, jobs[b].mode) })
+	next := make(chan job, len(jobs))
+	for _, j := range jobs {
+		next <- j
 	}
 	close(next)
-	rows := make([]KillRow, len(jobs))
 	var logMu sync.Mutex
 	var wg sync.WaitGroup
 	for range min(len(jobs), 2*runtime.NumCPU()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := range next {
-				j := jobs[k]
-				if j.mode == "" {
-					rows[k] = KillRow{Mutant: j.m.Name, Bug: j.m.Bug, Suite: j.suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear)", j.suite)}
-				} else {
-					rows[k] = hunt(ctx, cfg, j.m, j.suite, j.mode, j.i, scratch)
-				}
+			for j := range next {
+				row := hunt(ctx, cfg, j.m, j.suite, j.mode, j.i, scratch)
+				kt.Rows[j.row] = row
 				logMu.Lock()
-				logRow(rows[k], cfg.Log)
+				logRow(row, cfg.Log)
 				logMu.Unlock()
 			}
 		}()
@@ -153,7 +146,6 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 	if ctx.Err() != nil {
 		return kt, ctx.Err()
 	}
-	kt.Rows = rows
 	if cfg.QueueChecks > 0 {
 		for _, name := range sut.Builtins() {
 			row := checkCorrect(ctx, cfg, sut.MustBuiltin(name))
