@@ -153,17 +153,17 @@ func TestMutants(t *testing.T) {
 					t.Skipf("caught, not reproduced by rapid's replay:\n%s", f.Program.Format())
 				}
 				m := byName[r.Mutant]
-				tries := m.Replays()
 				in := suttest.Install(t, m.Queue)
 				var g *program.Finding
 				var err error
-				for i := 0; i < tries && (g == nil || g.Property() != f.Property()) && err == nil; i++ {
+				caught := m.Retry(func() bool {
 					g, err = linear.ReplayProgram(ctx, in, linear.ScheduledConfig{Name: r.Mutant, ReportDir: t.TempDir()}, f.Program)
-				}
+					return err != nil || g != nil && g.Property() == f.Property()
+				})
 				switch {
-				case err == nil && g != nil && g.Property() == f.Property():
-				case err == nil && tries > 1:
-					t.Skipf("caught, not reproduced in %d replays (the catch hung on a statement's timing at a lease's edge):\n%s", tries, f.Program.Format())
+				case caught && err == nil:
+				case err == nil && m.Replays() > 1:
+					t.Skipf("caught, not reproduced in %d replays (the catch hung on a statement's timing at a lease's edge):\n%s", m.Replays(), f.Program.Format())
 				default:
 					t.Fatalf("the failure did not replay from its program (%v, %v):\n%s", g, err, f.Program.Format())
 				}

@@ -168,11 +168,10 @@ func TestCorpusCatchesMutants(t *testing.T) {
 			}
 			defer env.Close()
 			var v *model.Violation
-			for i := 0; i < m.Replays() && v == nil; i++ {
+			if !m.Retry(func() bool {
 				err = fuzz.Run(context.Background(), env, e.Steps) // from a fresh queue each time
-				errors.As(err, &v)
-			}
-			if v == nil {
+				return errors.As(err, &v)
+			}) {
 				t.Fatalf("%s (%s) survived %s: %v\n%s", m.Name, m.Bug, e.Name, err, env.Program())
 			}
 			if v.Property != e.Property {

@@ -69,10 +69,9 @@ func TestScheduledCorpus(t *testing.T) {
 				}
 				return linear.ReplayInput(ctx, in, t.Name(), cfg, data)
 			}
-			f, err := replay()
-			for i := 1; i < m.Replays() && err == nil && f == nil; i++ {
-				f, err = replay()
-			}
+			var f *program.Finding
+			var err error
+			m.Retry(func() bool { f, err = replay(); return err != nil || f != nil })
 			if *updateCorpus && (err != nil || f == nil) {
 				regenerate(t, in, cfg, path)
 				f, err = replay()

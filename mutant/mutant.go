@@ -42,6 +42,17 @@ func (m *Mutant) Replays() int {
 	return 1
 }
 
+// Retry replays a saved catch of m until caught says it caught m (or that replaying is over),
+// at most Replays() times, and reports whether it did.
+func (m *Mutant) Retry(caught func() bool) bool {
+	for i := 0; i < m.Replays(); i++ {
+		if caught() {
+			return true
+		}
+	}
+	return false
+}
+
 // Load reads every mutant folder under dir, sorted by name.
 func Load(dir string) ([]*Mutant, error) {
 	ents, err := os.ReadDir(dir)
