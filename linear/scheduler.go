@@ -714,12 +714,8 @@ func (r *srun) Do(ctx context.Context, st program.Step) ([]program.Result, error
 }
 
 func (r *srun) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+	if err := program.Wait(ctx, d, nil); err != nil {
+		return err
 	}
 	r.slept += d
 	return nil

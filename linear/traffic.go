@@ -77,14 +77,10 @@ func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, erro
 }
 
 func (a *actor) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	start := time.Now()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-a.halt: // the run is over: a pause past its end would only make it longer
-	case <-t.C:
+	// Cut short when the run is over: a pause past its end would only make it longer.
+	if err := program.Wait(ctx, d, a.halt); err != nil {
+		return err
 	}
 	a.pauses++
 	a.slept += time.Since(start)

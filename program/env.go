@@ -271,12 +271,8 @@ func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
 
 // Sleep lets real time pass on both clocks.
 func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return &HarnessError{ctx.Err()}
-	case <-t.C:
+	if err := Wait(ctx, d, nil); err != nil {
+		return &HarnessError{err}
 	}
 	e.timed = true
 	e.step.slept += d

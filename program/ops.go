@@ -56,6 +56,20 @@ type Runner interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
+// Wait is a runner's Sleep: it waits d, or until ctx ends (its error) or halt is closed (nil:
+// never).
+func Wait(ctx context.Context, d time.Duration, halt <-chan struct{}) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-halt:
+	case <-t.C:
+	}
+	return nil
+}
+
 // Fault is something the harness does to a session from outside: cancel its statement, end its
 // backend. Runners carry it out; it issues no statement of its own.
 type Fault interface {
