@@ -142,9 +142,5 @@ func newEnv(t testing.TB, q *sut.Queue) *program.Env {
 // fewerChecks divides rapid's number of checks by n for one property, unless -rapid.checks was
 // given on the command line, and returns the function that restores it.
 func fewerChecks(n int) (restore func()) {
-	old, err := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
-	if err != nil {
-		return func() {}
-	}
-	return testflags.Defaults(map[string]string{"rapid.checks": strconv.Itoa(max(1, old/n))})
+	return testflags.Defaults(map[string]string{"rapid.checks": strconv.Itoa(max(1, rapidChecks()/n))})
 }
