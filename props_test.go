@@ -84,6 +84,13 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 		return
 	}
 	t.Logf("exercised: %s", env.Counts)
+	verdicts := program.NewVerdicts(q.Shape(), program.SequentialProperties...)
+	if n := len(env.NotPromised); n > 0 {
+		f := program.ReduceNotPromised(ctx, env, env.NotPromised[0], *reduceFor)
+		verdicts.NotPromised[f.Property()] = n
+		t.Logf("not promised: %d %s observed; the first, reduced:\n%s", n, program.NotPromisedWhat(f.Property(), n), f)
+	}
+	t.Logf("verdict on %s:\n%s", q.Name, verdicts)
 	// A real-time property that let no lease run out by itself judged nothing in real time.
 	if realTime && (env.Counts.TimedClaims == 0 || env.Counts.RealPauses == 0) {
 		t.Errorf("no claim with a lease of its own length, or no real pause, ran in %d checks: the draws no longer reach real time", rapidChecks())

@@ -238,6 +238,24 @@ func (c *Client) Land(f *Flight) *model.Violation {
 		default:
 			c.add(op) // autocommit, or an empty claim, which changes nothing either way
 		}
+	case program.KRescue:
+		in := st.Input()
+		in.At = f.At
+		switch {
+		case r.Err != nil:
+			op.Input, op.Output = in, model.Output{Outcome: outcomeOf(r.Err), Err: errText(r.Err)}
+			if op.Output.Outcome == model.Unknown {
+				op.Return = Never
+			}
+			c.add(op)
+			if op.Return == Never {
+				c.retire()
+			}
+		default:
+			for _, id := range r.Jobs {
+				c.add(Op{Client: c.id, Session: c.label(), Input: in, Output: model.Output{Found: true, Job: id}, Call: f.call, Return: ret})
+			}
+		}
 	case program.KSnapshot:
 		if r.Err == nil && c.rec != nil {
 			for _, o := range observe(r.Rows, f.Known, f.Omit) {

@@ -43,6 +43,9 @@ type History struct {
 	Version int    `json:"version"`
 	Queue   string `json:"queue"`             // where the queue's SQL came from
 	Mode    string `json:"mode"`              // stress, scheduled, simulated, handmade
+	// Shape is what the queue declared about itself (no generation, done rows deleted, ...),
+	// which the checks judge by; zero for the seed's shape.
+	Shape   model.Shape `json:"shape,omitempty"`
 	Clock   string `json:"clock"`             // "ns" (monotonic nanoseconds) or "logical" (event counter)
 	Program string `json:"program,omitempty"` // scheduled mode: the drawn program and interleaving
 	// Drained: the run ended by expiring every lease and draining the queue, and the last

@@ -152,7 +152,7 @@ func CutToJob(h *History, job int64) *History {
 // Timeline writes porcupine's HTML timeline of a history (meant for one job's cut): clients
 // renumbered densely in order of appearance, row locks held and faults shown as annotations.
 func Timeline(h *History, path string) error {
-	m := partitionModel()
+	m := partitionModel(h.Shape)
 	ops := h.Porcupine()
 	dense := map[int]int{}
 	bySession := map[string]int{}

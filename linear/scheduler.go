@@ -200,6 +200,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 		r.harness(err)
 	}
 	h := r.rec.History(s.in.Queue.Source, "scheduled")
+	h.Shape = s.in.Queue.Shape()
 	h.Drained = true
 	h.Program = r.listing()
 	s.trace, s.history, s.ran = h.Program, h, r.program(nil)
@@ -733,6 +734,7 @@ func (r *srun) listing() string {
 // violation ends the run with a broken promise seen directly.
 func (r *srun) violation(v *model.Violation) {
 	h := r.rec.History(r.s.in.Queue.Source, "scheduled")
+	h.Shape = r.s.in.Queue.Shape()
 	h.Program = r.listing()
 	h.Findings = append(h.Findings, v)
 	r.fail(v, &Verdict{Violation: v, Problems: []string{v.Error()}}, h)

@@ -185,6 +185,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		return nil, fmt.Errorf("drain: %w", err)
 	}
 	h := rec.History(in.Queue.Source, "stress")
+	h.Shape = in.Queue.Shape()
 	h.Drained = true
 	h.Program = fmt.Sprintf("stress seed %d, %d workers, %v", cfg.Seed, cfg.Workers, cfg.Duration)
 	res.History = h

@@ -31,6 +31,9 @@ type Verdict struct {
 	Inconclusive bool // the check ran out of time on some job: neither pass nor proof
 	Jobs         int  // partitions checked
 	Accounting   *Accounting
+	// NotPromised: what the queue did that it declares it does not promise (stale completions
+	// of an at-least-once queue). They fail nothing.
+	NotPromised []*model.Violation
 }
 
 func (v *Verdict) String() string {
@@ -38,6 +41,9 @@ func (v *Verdict) String() string {
 		s := fmt.Sprintf("ok: every job's history (%d) is linearizable", v.Jobs)
 		if v.Accounting != nil {
 			s += "; " + v.Accounting.String()
+		}
+		if n := len(v.NotPromised); n > 0 {
+			s += fmt.Sprintf("; not promised: %d %s observed (%s)", n, program.NotPromisedWhat(v.NotPromised[0].Property, n), v.NotPromised[0].Detail)
 		}
 		return s
 	}
@@ -68,6 +74,7 @@ func Check(h *History, timeout time.Duration) *Verdict {
 	// linearizability check then gets only SettledBudget.
 	if h.Drained {
 		v.Accounting = Account(h)
+		v.NotPromised = v.Accounting.NotPromised
 	}
 	budget := timeout
 	if len(h.Findings) > 0 || v.Accounting != nil && len(v.Accounting.Problems) > 0 {
@@ -130,8 +137,8 @@ func wellFormed(h *History) error {
 }
 
 // partitionModel is the queue's porcupine model for one job's operations.
-func partitionModel() porcupine.Model {
-	m := model.Porcupine()
+func partitionModel(sh model.Shape) porcupine.Model {
+	m := sh.Porcupine()
 	m.Partition = nil
 	return m
 }
@@ -141,7 +148,7 @@ func partitionModel() porcupine.Model {
 func checkLinearizable(h *History, timeout time.Duration, v *Verdict) *model.Violation {
 	parts := model.PartitionByJob(h.Porcupine())
 	v.Jobs = len(parts)
-	m := partitionModel()
+	m := partitionModel(h.Shape)
 	deadline := time.Now().Add(timeout)
 	results := make([]porcupine.CheckResult, len(parts))
 	next := make(chan int)
@@ -174,7 +181,7 @@ func checkLinearizable(h *History, timeout time.Duration, v *Verdict) *model.Vio
 		case porcupine.Illegal:
 			job := partitionJob(parts[i])
 			if found == nil {
-				found = explain(m, job, parts[i], time.Until(deadline), v)
+				found = explain(m, h.Shape, job, parts[i], time.Until(deadline), v)
 				v.Job = job
 			}
 			if len(bad) < 20 {
@@ -216,7 +223,7 @@ func partitionJob(part []porcupine.Operation) int64 {
 // may use one to explain one answer and then fail on another. So the explanation is first
 // sought without them; they are brought back only if the job's history is legal without them
 // (they are then part of why it fails).
-func explain(m porcupine.Model, job int64, part []porcupine.Operation, timeout time.Duration, v *Verdict) *model.Violation {
+func explain(m porcupine.Model, sh model.Shape, job int64, part []porcupine.Operation, timeout time.Duration, v *Verdict) *model.Violation {
 	var bare []porcupine.Operation
 	for _, o := range part {
 		if !phantom(o) {
@@ -255,7 +262,7 @@ func explain(m porcupine.Model, job int64, part []porcupine.Operation, timeout t
 	fmt.Fprintf(&b, "job %d: %d operations%s; the longest legal order porcupine found:\n", job, len(part), note)
 	for _, i := range longest {
 		o := part[i]
-		state, _ = model.StepJob(state, o.Input.(model.Input), o.Output.(model.Output))
+		state, _ = sh.StepJob(state, o.Input.(model.Input), o.Output.(model.Output))
 		placed[i] = true
 		fmt.Fprintf(&b, "  %-44s %-12s -> %s\n", model.DescribeOp(o.Input.(model.Input), o.Output.(model.Output)), fmt.Sprint(o.Metadata), state)
 	}
@@ -273,7 +280,7 @@ func explain(m porcupine.Model, job int64, part []porcupine.Operation, timeout t
 	for _, i := range rest {
 		o := part[i]
 		in, out := o.Input.(model.Input), o.Output.(model.Output)
-		_, bad := model.StepJob(state, in, out)
+		_, bad := sh.StepJob(state, in, out)
 		mark := ""
 		if o.Call <= minReturn && bad != nil {
 			mark = "  <- " + bad.Error()
@@ -304,6 +311,9 @@ type Accounting struct {
 	Unexpected []int64 // claimed, completed or present without an acknowledged enqueue, or done without an accepted completion
 	Stale      []int64 // a completion accepted from a generation that was not the current one
 	Problems   []*model.Violation
+	// NotPromised are the stale completions of a queue that does not promise fencing: measured,
+	// reported, and failing nothing.
+	NotPromised []*model.Violation
 }
 
 func (a *Accounting) String() string {
@@ -324,8 +334,7 @@ func Account(h *History) *Accounting {
 	accepted := map[int64][]completion{}
 	maybe := map[int64]int{}
 	final := map[int64]Op{}
-	type claim struct{ gen, ret int64 }
-	claims := map[int64][]claim{}
+	claims := map[int64][]struct{ gen, call, ret int64 }{}
 	mentioned := map[int64]bool{}
 	for _, o := range h.Ops {
 		in, out := o.Input, o.Output
@@ -335,7 +344,7 @@ func Account(h *History) *Accounting {
 		case in.Kind == model.OpEnqueue && out.Outcome == model.Unknown:
 			unknownEnqueues++
 		case in.Kind == model.OpClaim && out.Outcome == model.Returned && out.Found:
-			claims[out.Job] = append(claims[out.Job], claim{out.Gen, o.Return})
+			claims[out.Job] = append(claims[out.Job], struct{ gen, call, ret int64 }{out.Gen, o.Call, o.Return})
 			mentioned[out.Job] = true
 		case in.Kind == model.OpComplete && out.Outcome == model.Returned && out.Rows == 1:
 			accepted[in.Job] = append(accepted[in.Job], completion{gen: in.Gen, call: o.Call, ret: o.Return})
@@ -363,8 +372,11 @@ func Account(h *History) *Accounting {
 	for _, id := range ids(enqueued) {
 		f, seen := final[id]
 		ok := true
+		vanished := !seen || !f.Output.Found
 		switch {
-		case !seen || !f.Output.Found:
+		case vanished && h.Shape.DoneDeleted && len(accepted[id])+maybe[id] > 0:
+			// done, and deleted as the queue declares
+		case vanished:
 			a.Lost = append(a.Lost, id)
 			a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d was enqueued and is missing after the drain (lost)", id))
 			ok = false
@@ -383,16 +395,19 @@ func Account(h *History) *Accounting {
 			ok = false
 		}
 		for _, c := range accepted[id] {
-			stale := seen && f.Output.Found && f.Output.Gen != c.gen
-			for _, cl := range claims[id] {
-				stale = stale || (cl.gen > c.gen && cl.ret < c.call)
+			if !staleCompletion(h.Shape, c.gen, c.call, f, seen, claims[id]) {
+				continue
 			}
-			if stale {
-				a.Stale = append(a.Stale, id)
-				a.Problems = append(a.Problems, model.Violate(model.PFencing, "job %d: a completion by generation %d was accepted, but that generation was no longer current (stale)", id, c.gen))
-				ok = false
-				break
+			v := model.Violate(model.PFencing, "job %d: a completion by generation %d was accepted, but that generation was no longer current (stale)", id, c.gen)
+			if h.Shape.Unfenced {
+				v.NotPromised = true
+				a.NotPromised = append(a.NotPromised, v)
+				continue
 			}
+			a.Stale = append(a.Stale, id)
+			a.Problems = append(a.Problems, v)
+			ok = false
+			break
 		}
 		if ok {
 			a.OK++
@@ -411,6 +426,32 @@ func Account(h *History) *Accounting {
 		}
 	}
 	return a
+}
+
+// staleCompletion says whether an accepted completion by generation gen, called at call, was
+// certainly stale: another claim of the job returned before it was called, after the claim
+// that handed out gen had returned (or, where generations are the queue's own and rise, any
+// later generation); or the job's final row names another generation.
+func staleCompletion(sh model.Shape, gen, call int64, final Op, seen bool, claims []struct{ gen, call, ret int64 }) bool {
+	if !sh.NoGeneration && seen && final.Output.Found && final.Output.Gen != gen {
+		return true
+	}
+	var handed int64 = -1
+	for _, cl := range claims {
+		if cl.gen == gen && (handed < 0 || cl.ret < handed) {
+			handed = cl.ret
+		}
+	}
+	for _, cl := range claims {
+		switch {
+		case cl.gen == gen || cl.ret >= call:
+		case !sh.NoGeneration && cl.gen > gen:
+			return true
+		case sh.NoGeneration && handed >= 0 && cl.call > handed:
+			return true
+		}
+	}
+	return false
 }
 
 // CountOps counts what a history holds, in the counts every mode keeps.

@@ -65,6 +65,7 @@ func (j Job) lease() string {
 // origin the harness chose; only comparisons between them matter.
 type Queue struct {
 	Order Order
+	Shape Shape
 	jobs  map[int64]*Job
 	ids   []int64 // ascending
 	// completions counts accepted completions per job (property 4 wants at most one).
@@ -82,6 +83,7 @@ func New(order Order) *Queue {
 // Clone returns an independent copy, for callers that explore what-ifs.
 func (q *Queue) Clone() *Queue {
 	c := New(q.Order)
+	c.Shape = q.Shape
 	for _, id := range q.ids {
 		j := *q.jobs[id]
 		c.jobs[id] = &j
@@ -166,9 +168,17 @@ type Violation struct {
 	Property Property `json:"Property"`
 	Name     string   `json:"Name"` // the property's short name, kept for readers of saved histories
 	Detail   string   `json:"Detail"`
+	// NotPromised: the queue declares that it does not make this promise. The model applied the
+	// queue's answer; the finding is measured and reported, and fails nothing.
+	NotPromised bool `json:"NotPromised,omitempty"`
 }
 
-func (v *Violation) Error() string { return v.Property.String() + ": " + v.Detail }
+func (v *Violation) Error() string {
+	if v.NotPromised {
+		return v.Property.String() + ", not promised: " + v.Detail
+	}
+	return v.Property.String() + ": " + v.Detail
+}
 
 // Violate builds a Violation for property p.
 func Violate(p Property, format string, args ...any) *Violation {
@@ -194,7 +204,7 @@ func (q *Queue) Enqueue(id int64) error {
 func (q *Queue) Claimable(at Window) []int64 {
 	var out []int64
 	for _, id := range q.ids {
-		if j := q.jobs[id]; j.eligible(at) == Live && !j.Locked {
+		if j := q.jobs[id]; q.Shape.mustClaim(j.State, j.Until, at) == Live && !j.Locked {
 			out = append(out, id)
 		}
 	}
@@ -226,7 +236,11 @@ func (q *Queue) Claim(at Window, lease time.Duration, ok bool, id, gen int64) er
 	case j.Locked:
 		return Violate(PSkipLocked, "claim returned job %d, which another session holds row-locked", id)
 	}
-	if gen != j.Generation+1 {
+	if q.Shape.NoGeneration {
+		if gen <= j.Generation {
+			return Violate(PExclusion, "claim of job %d is the suite's claim number %d, but claim %d was seen before it", id, gen, j.Generation)
+		}
+	} else if gen != j.Generation+1 {
 		return Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, gen, j.Generation, j.Generation+1)
 	}
 	if q.Order == LowestID {
@@ -244,8 +258,12 @@ func (q *Queue) Claim(at Window, lease time.Duration, ok bool, id, gen int64) er
 }
 
 // skipped narrows the leases a claim in window at passed over: each was not yet over when the
-// claim looked at it, so it ends no earlier than the window's start.
+// claim looked at it, so it ends no earlier than the window's start. A queue whose claims leave
+// expired jobs to its rescue step tells nothing by passing one over.
 func (q *Queue) skipped(at Window, which func(*Job) bool) {
+	if q.Shape.RescueOnly {
+		return
+	}
 	for _, id := range q.ids {
 		j := q.jobs[id]
 		if j.State == Running && !j.Locked && which(j) && j.LeaseAt(at) == Uncertain {
@@ -274,7 +292,15 @@ func (q *Queue) Complete(at Window, id, gen, rows int64) error {
 	case want == Live && rows == 0:
 		return Violate(PFencing, "complete(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live: %s", id, gen, at, j.lease())
 	case want == Over && rows == 1:
-		return q.whyNotComplete(at, id, gen, j)
+		v := q.whyNotComplete(at, id, gen, j)
+		if v.Property != PFencing || q.Shape.Promised(PFencing) || j == nil {
+			return v
+		}
+		// Not promised: the job is done now, as the queue says, and the run goes on.
+		v.NotPromised = true
+		j.State = Done
+		q.completions[id]++
+		return v
 	case want == Uncertain && rows == 0:
 		j.Until = j.Until.NotAfter(at.To)
 	}
@@ -285,7 +311,7 @@ func (q *Queue) Complete(at Window, id, gen, rows int64) error {
 	return nil
 }
 
-func (q *Queue) whyNotComplete(at Window, id, gen int64, j *Job) error {
+func (q *Queue) whyNotComplete(at Window, id, gen int64, j *Job) *Violation {
 	switch {
 	case j == nil:
 		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d does not exist", id, gen, id)
@@ -305,6 +331,50 @@ func (q *Queue) Expire(at Window, id int64) {
 	if j, ok := q.jobs[id]; ok {
 		j.Until, j.Lease = at.Shift(-ExpireBy), 0
 	}
+}
+
+// Rescue checks what the queue's rescue step, run in window at, answered (the jobs it made
+// ready) and applies it. It may take a running job whose lease is over, must take each one that
+// is certainly over and that no row lock holds (else nothing reclaims it where claims leave
+// expired jobs alone), and must never take a live lease, a ready job or a done one.
+func (q *Queue) Rescue(at Window, ids []int64) error {
+	took := map[int64]bool{}
+	for _, id := range ids {
+		j, ok := q.jobs[id]
+		switch {
+		case !ok:
+			return Violate(PRecovery, "rescue returned job %d, which was never enqueued", id)
+		case took[id]:
+			return Violate(PRecovery, "rescue returned job %d twice", id)
+		case j.State == Done:
+			return Violate(PDoneOnce, "rescue at %s made job %d ready again, but it was done (done is terminal)", at, id)
+		case j.State != Running:
+			return Violate(PRecovery, "rescue returned job %d, which is %s, not running", id, j.State)
+		case j.Locked:
+			return Violate(PSkipLocked, "rescue took job %d, which another session holds row-locked", id)
+		case j.LeaseAt(at) == Live:
+			return Violate(PExclusion, "rescue at %s took job %d from generation %d, whose lease was certainly live: %s", at, id, j.Generation, j.lease())
+		}
+		took[id] = true
+	}
+	for _, id := range q.ids {
+		j := q.jobs[id]
+		if j.State != Running || j.Locked {
+			continue
+		}
+		switch l := j.LeaseAt(at); {
+		case took[id]:
+			if l == Uncertain {
+				j.Until = j.Until.NotAfter(at.To)
+			}
+			j.State, j.Until, j.Lease, j.Claimed = Ready, Window{}, 0, Window{}
+		case l == Over:
+			return Violate(PRecovery, "rescue at %s left job %d running, though its lease was certainly over: %s", at, id, j.lease())
+		case l == Uncertain:
+			j.Until = j.Until.NotBefore(at.From)
+		}
+	}
+	return nil
 }
 
 // Lock and Unlock record another session taking and releasing a row lock on a job.
@@ -373,12 +443,21 @@ func (q *Queue) CheckSnapshot(at Window, got []Row) error {
 	for _, r := range got {
 		gi[r.ID] = r
 	}
+	present := 0
 	for _, id := range q.ids {
 		w := q.jobs[id]
 		g, ok := gi[id]
-		if !ok {
+		switch {
+		case q.Shape.DoneDeleted && w.State == Done && ok:
+			return Violate(PDoneOnce, "job %d was done and deleted, but the queue holds it again (%s): a deleted job came back", id, g)
+		case q.Shape.DoneDeleted && w.State == Done:
+			continue
+		case !ok && q.Shape.DoneDeleted:
+			return Violate(PRecovery, "job %d is %s, but the queue no longer holds it (lost: only a done job may vanish)", id, w.State)
+		case !ok:
 			return Violate(PRecovery, "job %d is missing from the queue (lost)", id)
 		}
+		present++
 		if g.State != w.State {
 			p := PRecovery
 			if w.State == Done || g.State == Done {
@@ -386,7 +465,7 @@ func (q *Queue) CheckSnapshot(at Window, got []Row) error {
 			}
 			return Violate(p, "job %d is %s in the queue, but the specification says %s", id, g.State, w.State)
 		}
-		if g.Generation != w.Generation {
+		if g.Generation != w.Generation && !q.Shape.NoGeneration {
 			return Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", id, g.Generation, w.Generation)
 		}
 		if w.State != Running {
@@ -401,13 +480,13 @@ func (q *Queue) CheckSnapshot(at Window, got []Row) error {
 			return Violate(PDBTime, "job %d's lease is %s in a snapshot at %s, but it was %s: %s", id, liveWord(g.LeaseLive), at, live, w.lease())
 		}
 	}
-	if len(got) != len(q.ids) {
+	if len(got) != present {
 		for _, r := range got {
 			if _, ok := q.jobs[r.ID]; !ok {
 				return Violate(PRecovery, "the queue holds job %d, which was never enqueued", r.ID)
 			}
 		}
-		return Violate(PRecovery, "the queue holds %d rows, the specification %d", len(got), len(q.ids))
+		return Violate(PRecovery, "the queue holds %d rows, the specification %d", len(got), present)
 	}
 	return nil
 }

@@ -47,6 +47,11 @@ const (
 	// constrain (a claim must skip a locked row, not wait for it) is checked where waits are seen.
 	OpLock   OpKind = "lock"
 	OpUnlock OpKind = "unlock"
+	// OpRescue is the queue's rescue step making one job ready (Found, Job), one operation per
+	// job it returned; an unknown rescue (Outcome Unknown) may have made any expired job ready.
+	// Under concurrency a rescue that leaves a job alone is always legal: it may have skipped
+	// the row, locked by a transaction in flight.
+	OpRescue OpKind = "rescue"
 )
 
 // Input is what a session asked for.
@@ -102,7 +107,7 @@ func JobOf(in Input, out Output) (int64, bool) {
 	switch in.Kind {
 	case OpEnqueue:
 		return out.Job, out.Outcome == Returned && out.Job != 0
-	case OpClaim:
+	case OpClaim, OpRescue:
 		return out.Job, out.Found
 	case OpComplete, OpExpire, OpObserve, OpLock, OpUnlock:
 		return in.Job, true
@@ -156,11 +161,16 @@ func (s JobState) String() string {
 	return fmt.Sprintf("%s g%d", s.State, s.Gen)
 }
 
+// StepJob is the concurrent specification of one job of a queue of the seed's shape.
+func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
+	return Shape{}.StepJob(s, in, out)
+}
+
 // StepJob is the concurrent specification of one job: the state after the operation, or the
 // violation that makes the operation impossible in state s. Operations with an unknown outcome
 // never violate: they take effect when they can, and "did not take effect" is the same as
 // taking effect after every other operation, which their return time of +infinity allows.
-func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
+func (sh Shape) StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 	unknown := out.Outcome == Unknown
 	if out.Outcome == NotSent || out.Outcome == Aborted {
 		return s, nil
@@ -183,16 +193,20 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 		switch {
 		case unknown && !out.Found: // may have claimed this job, or another, or nothing
 			if s.eligible(in.At) != Over {
-				return claimedState(s.Gen+1, in.At, in.Lease), nil
+				gen := s.Gen + 1
+				if sh.NoGeneration { // its number was never seen: the job's last one stands for it
+					gen = s.Gen
+				}
+				return claimedState(gen, in.At, in.Lease), nil
 			}
 			return s, nil
 		case unknown: // a committed-or-not claim whose answer is known
-			if s.eligible(in.At) != Over && out.Gen == s.Gen+1 {
+			if s.eligible(in.At) != Over && (out.Gen == s.Gen+1 || sh.NoGeneration) {
 				return claimedState(out.Gen, in.At, in.Lease), nil
 			}
 			return s, nil
 		case !out.Found:
-			if in.Strict && s.eligible(in.At) == Live {
+			if in.Strict && s.Exists && sh.mustClaim(s.State, s.Until, in.At) == Live {
 				return s, Violate(PRecovery, "claim returned no job, but job %d was eligible (%s) and no other session could hold it", id, s)
 			}
 			return s, nil
@@ -204,7 +218,7 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 			return s, Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
 		case s.State == Running && leaseAt(s.Until, in.At) == Live:
 			return s, Violate(PExclusion, "claim at %s returned job %d (generation %d) while generation %d still held a lease that was certainly live (it ends %s)", in.At, id, out.Gen, s.Gen, s.Until)
-		case out.Gen != s.Gen+1:
+		case out.Gen != s.Gen+1 && !sh.NoGeneration:
 			return s, Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, out.Gen, s.Gen, s.Gen+1)
 		}
 		return claimedState(out.Gen, in.At, in.Lease), nil
@@ -228,6 +242,8 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 			return done, nil
 		case out.Rows == 0:
 			return s, nil
+		case sh.Unfenced && s.Exists && s.State != Done:
+			return done, nil // a stale completion, not promised: counted apart (see NotPromised)
 		case !s.Exists:
 			return s, Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d was never enqueued", id, g, id)
 		case s.State == Done:
@@ -248,9 +264,33 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 		}
 		return s, nil
 
+	case OpRescue:
+		id := out.Job
+		if unknown {
+			if s.State == Running && leaseAt(s.Until, in.At) != Live {
+				return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
+			}
+			return s, nil
+		}
+		switch {
+		case !s.Exists:
+			return s, Violate(PRecovery, "rescue returned job %d, which was never enqueued", id)
+		case s.State == Done:
+			return s, Violate(PDoneOnce, "rescue made job %d ready again, but it was done (done is terminal)", id)
+		case s.State != Running:
+			return s, Violate(PRecovery, "rescue returned job %d, which was %s, not running", id, s.State)
+		case leaseAt(s.Until, in.At) == Live:
+			return s, Violate(PExclusion, "rescue at %s took job %d from generation %d, whose lease was certainly live (it ends %s)", in.At, id, s.Gen, s.Until)
+		}
+		return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
+
 	case OpObserve:
 		id := in.Job
 		switch {
+		case sh.DoneDeleted && s.Exists && s.State == Done && !out.Found:
+			return s, nil
+		case sh.DoneDeleted && s.Exists && s.State == Done:
+			return s, Violate(PDoneOnce, "a snapshot holds job %d again (%s g%d), but it was done and deleted: a deleted job came back", id, out.State, out.Gen)
 		case out.Found != s.Exists && s.Exists:
 			return s, Violate(PRecovery, "a snapshot does not hold job %d, which was enqueued (lost)", id)
 		case out.Found != s.Exists:
@@ -263,7 +303,7 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 				p = PDoneOnce
 			}
 			return s, Violate(p, "a snapshot shows job %d %s, but it must be %s", id, out.State, s)
-		case out.Gen != s.Gen:
+		case out.Gen != s.Gen && !sh.NoGeneration:
 			return s, Violate(PGenerations, "a snapshot shows job %d at generation %d, but it must be %s", id, out.Gen, s)
 		case s.State == Running:
 			if l := leaseAt(s.Until, in.At); l != Uncertain && out.Live != (l == Live) {
@@ -324,7 +364,7 @@ func PartitionByJob(history []porcupine.Operation) [][]porcupine.Operation {
 // no job, which the tests use to show that leaving copies out decides the same.
 func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine.Operation {
 	byJob := map[int64][]porcupine.Operation{}
-	var unknownClaims, unknownEnqueues, strictEmpty []porcupine.Operation
+	var unknownClaims, unknownEnqueues, strictEmpty, unknownRescues []porcupine.Operation
 	for _, op := range history {
 		in, ok1 := op.Input.(Input)
 		out, ok2 := op.Output.(Output)
@@ -340,6 +380,8 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 			unknownClaims = append(unknownClaims, op)
 		case in.Kind == OpEnqueue && out.Outcome == Unknown:
 			unknownEnqueues = append(unknownEnqueues, op)
+		case in.Kind == OpRescue && out.Outcome == Unknown:
+			unknownRescues = append(unknownRescues, op)
 		case in.Kind == OpClaim && in.Strict:
 			strictEmpty = append(strictEmpty, op)
 		}
@@ -411,6 +453,9 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 		for i := 0; i < windows && i < len(unknownClaims); i++ {
 			part = append(part, copyFor(unknownClaims[i], id))
 		}
+		for _, op := range unknownRescues {
+			part = append(part, copyFor(op, id))
+		}
 		for _, op := range strictEmpty {
 			if !everyCopy && ((enqueuedAt >= 0 && enqueuedAt > op.Return) || (doneBy >= 0 && doneBy < op.Call)) {
 				continue
@@ -429,13 +474,16 @@ func copyFor(op porcupine.Operation, job int64) porcupine.Operation {
 	return op
 }
 
+// Porcupine returns the porcupine model of a queue of the seed's shape.
+func Porcupine() porcupine.Model { return Shape{}.Porcupine() }
+
 // Porcupine returns the porcupine model of the queue: per-job state, partitioned by job.
-func Porcupine() porcupine.Model {
+func (sh Shape) Porcupine() porcupine.Model {
 	return porcupine.Model{
 		Partition: PartitionByJob,
 		Init:      func() any { return JobState{} },
 		Step: func(state, input, output any) (bool, any) {
-			next, v := StepJob(state.(JobState), input.(Input), output.(Output))
+			next, v := sh.StepJob(state.(JobState), input.(Input), output.(Output))
 			return v == nil, next
 		},
 		Equal: func(a, b any) bool { return a.(JobState) == b.(JobState) },
@@ -506,6 +554,13 @@ func DescribeOp(in Input, out Output) string {
 	case OpLock, OpUnlock:
 		call = fmt.Sprintf("%s(%d)", in.Kind, in.Job)
 		answer = "ok"
+	case OpRescue:
+		call = "rescue"
+		if out.Found {
+			answer = fmt.Sprintf("job %d ready", out.Job)
+		} else if in.Job != 0 {
+			call += fmt.Sprintf(" [as seen by job %d]", in.Job)
+		}
 	default:
 		call = string(in.Kind)
 	}

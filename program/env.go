@@ -50,6 +50,11 @@ type Env struct {
 	Counts Counts
 	// Last is the error the last program stopped with: what a failing rapid run reported.
 	Last error
+	// NotPromised holds what the queue did that it does not promise (a stale completion of an
+	// at-least-once queue), each with the program that showed it, until the caller clears it
+	// (Reset does not).
+	NotPromised []*Finding
+	unpromised  *model.Violation // the current step's, until the step is traced
 
 	answers []string // the current operation's answers
 	step    answers
@@ -115,6 +120,7 @@ func (e *Env) Reset(ctx context.Context) error {
 		return err
 	}
 	e.Model = model.New(e.In.Queue.Order)
+	e.Model.Shape = e.In.Queue.Shape()
 	e.Trace, e.Ops, e.Last, e.timed = nil, nil, nil, false
 	return nil
 }
@@ -171,6 +177,11 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 	}
 	e.Trace = append(e.Trace, line)
 	e.Ops = append(e.Ops, op)
+	if v := e.unpromised; v != nil {
+		e.unpromised = nil
+		e.NotPromised = append(e.NotPromised, &Finding{Violation: v, Queue: e.In.Queue.Name, Source: e.In.Queue.Source, Mode: Sequential,
+			Program: &Program{Header: map[string]string{}, Ops: e.Executed()}, Trace: e.Program(), Model: e.Model.String()})
+	}
 	if err == nil {
 		err = e.Check(ctx)
 	}
@@ -261,6 +272,13 @@ func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
 		}
 		e.step.note(stmt, r)
 		err := e.check(s, stmt, r, at)
+		var v *model.Violation
+		if errors.As(err, &v) && v.NotPromised {
+			if e.unpromised == nil {
+				e.unpromised = v
+			}
+			err = nil
+		}
 		e.W.Apply(s, stmt, r, at)
 		if err != nil {
 			return out, err
@@ -304,6 +322,8 @@ func (e *Env) check(s *Session, st Stmt, r Result, at model.Window) error {
 		e.Model.Expire(at, st.Job)
 	case KSnapshot:
 		return e.Model.CheckSnapshot(at, r.Rows)
+	case KRescue:
+		return e.Model.Rescue(at, r.Jobs)
 	case KLock:
 		e.Model.Lock(st.Job)
 	case KCommit, KRollback:

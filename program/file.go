@@ -91,6 +91,7 @@ func init() {
 	plain(fmtTerminate, func(s string) Op { return Terminate{S: s} })
 	plain(fmtCrash, func(s string) Op { return Crash{W: s} })
 	plain(fmtDrain, func(s string) Op { return Drain{S: s} })
+	plain(fmtRescue, func(s string) Op { return Rescue{S: s} })
 	plain(fmtOverslept, func(s string) Op { return Overslept{W: s} })
 	rule(fmtReplaced, func(s string, v []string) (Op, error) {
 		if v[1] != s {

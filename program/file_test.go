@@ -13,7 +13,7 @@ var examples = []Op{
 	Complete{S: "w2"}, Complete{S: "w0", Back: 2}, Expire{Job: 7}, Expire{S: "s2", Job: 3},
 	ExpireClaim{S: "s1"}, ExpireClaim{S: "s0", Back: 2}, Pause{W: "w1"}, Snapshot{}, Snapshot{S: "s2"},
 	Begin{S: "s1"}, Lock{S: "locker1", Job: 4}, Commit{S: "locker0"}, Rollback{S: "s2"},
-	Cancel{S: "locker0"}, Terminate{S: "s1"}, Crash{W: "w0"}, Drain{S: "w2"},
+	Cancel{S: "locker0"}, Terminate{S: "s1"}, Crash{W: "w0"}, Drain{S: "w2"}, Rescue{S: "s1"}, Rescue{},
 	Overslept{W: "w2"}, Replaced{W: "w0", By: "w2"}, ShortLease{W: "w1"}, ShortLease{W: "w0", Late: true},
 	ClaimTxn{S: "s1"}, ClaimTxn{S: "s1", Commit: true}, ClaimTxn{S: "s2", Complete: true}, ClaimTxn{S: "s0", Complete: true, Commit: true},
 	ClaimTxn{S: "w1", Wait: 300 * time.Millisecond, Lease: 250 * time.Millisecond, Hold: 600 * time.Millisecond, Complete: true, Commit: true},

@@ -123,6 +123,7 @@ const (
 	fmtTerminate       = "terminate"
 	fmtCrash           = "crash"
 	fmtDrain           = "drain"
+	fmtRescue          = "rescue"
 	fmtOverslept       = "pause past lease, then complete"
 	fmtReplaced        = "pause past lease, %s claim, %s complete"
 	fmtShortEarly      = "claim %v lease, complete at once"
@@ -248,15 +249,27 @@ func (o Claim) String() string {
 func (o Claim) On() string { return o.S }
 func (o Claim) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && outsideTxnWork(w, s)
+	return ok && outsideTxnWork(w, s) && (o.Lease == 0 || w.FixedLease == 0)
 }
 func (o Claim) Stmts(w *World) []Stmt {
 	lease := o.Lease
 	if lease == 0 {
 		lease = w.Lease
 	}
-	return []Stmt{{Kind: KClaim, Lease: lease}}
+	return []Stmt{{Kind: KClaim, Lease: lease, Worker: w.Session(o.S).Worker()}}
 }
+
+// Rescue runs the queue's rescue step (its rescuer, sweeper or scheduler), which makes ready the
+// running jobs whose lease ended. It applies only to queues that ship rescue.sql.
+type Rescue struct{ S string }
+
+func (o Rescue) String() string { return on(o.S) + fmtRescue }
+func (o Rescue) On() string     { return o.S }
+func (o Rescue) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && w.CanRescue && !s.InTxn
+}
+func (o Rescue) Stmts(w *World) []Stmt { return []Stmt{{Kind: KRescue}} }
 
 // Complete presents one of the session's tokens: Back=0 its newest, 1 the one before, and so
 // on. An old token is a paused worker's: its job may since have been reclaimed or completed.
@@ -472,7 +485,9 @@ func (o Crash) Applicable(w *World) bool {
 	return ok && len(s.Tokens) > 0
 }
 func (o Crash) Stmts(w *World) []Stmt {
-	w.Session(o.W).Tokens = nil
+	s := w.Session(o.W)
+	s.Tokens = nil
+	s.Crashes++
 	return nil
 }
 
@@ -601,6 +616,11 @@ func (o Drain) Run(ctx context.Context, r Runner) error {
 					return err
 				}
 			}
+		}
+	}
+	if rescue := (Rescue{S: o.S}); rescue.Applicable(w) {
+		if _, err := r.Do(ctx, rescue); err != nil {
+			return err
 		}
 	}
 	for i := 0; i <= len(res[0].Rows)+len(w.Jobs)+4; i++ {

@@ -3,6 +3,7 @@ package program
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"pgqcheck/model"
@@ -24,6 +25,7 @@ const (
 	KCommit   Kind = "commit"
 	KRollback Kind = "rollback"
 	KSleep    Kind = "sleep"
+	KRescue   Kind = "rescue"
 )
 
 // Stmt is one statement a session sends, with every reference resolved: the only thing the
@@ -35,6 +37,7 @@ type Stmt struct {
 	Gen     int64         // complete
 	Payload string        // enqueue
 	Lease   time.Duration // claim
+	Worker  string        // claim: the worker's name, where claim.sql takes it
 	Sleep   time.Duration // sleep
 }
 
@@ -43,6 +46,7 @@ type Stmt struct {
 type Result struct {
 	Out   model.Output
 	Rows  []model.Row // snapshot
+	Jobs  []int64     // rescue: the jobs it made ready
 	Clock sut.Clock
 	Err   error
 }
@@ -55,6 +59,9 @@ func (st Stmt) Exec(ctx context.Context, s *sut.Session) Result {
 		id, clk, err := s.Enqueue(ctx, st.Payload)
 		return Result{Out: model.Output{Job: id}, Clock: clk, Err: err}
 	case KClaim:
+		if st.Worker != "" {
+			s.Worker = st.Worker
+		}
 		id, gen, ok, clk, err := s.Claim(ctx, st.Lease)
 		return Result{Out: model.Output{Found: ok, Job: id, Gen: gen}, Clock: clk, Err: err}
 	case KComplete:
@@ -66,6 +73,9 @@ func (st Stmt) Exec(ctx context.Context, s *sut.Session) Result {
 	case KSnapshot:
 		rows, clk, err := s.Snapshot(ctx)
 		return Result{Rows: rows, Clock: clk, Err: err}
+	case KRescue:
+		ids, clk, err := s.Rescue(ctx)
+		return Result{Jobs: ids, Clock: clk, Err: err}
 	case KLock:
 		return Result{Err: s.Lock(ctx, st.Job)}
 	case KBegin:
@@ -100,6 +110,8 @@ func (st Stmt) Input() model.Input {
 		return model.Input{Kind: model.OpExpire, Job: st.Job}
 	case KLock:
 		return model.Input{Kind: model.OpLock, Job: st.Job}
+	case KRescue:
+		return model.Input{Kind: model.OpRescue}
 	}
 	return model.Input{}
 }
@@ -152,6 +164,11 @@ func (st Stmt) Answer(r Result) string {
 		return fmt.Sprintf("job %d gen %d: %d rows", st.Job, st.Gen, r.Out.Rows)
 	case KSnapshot:
 		return fmt.Sprint(r.Rows)
+	case KRescue:
+		if len(r.Jobs) == 0 {
+			return "none"
+		}
+		return "jobs " + strings.Trim(fmt.Sprint(r.Jobs), "[]") + " ready"
 	}
 	return ""
 }

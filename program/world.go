@@ -37,6 +37,17 @@ type Session struct {
 	Locks []int64 // jobs row-locked by the open transaction
 	Busy  bool    // a statement is in flight (the scheduler's sessions only)
 	Lives int     // connections so far; a terminated session comes back as a new life
+	// Crashes counts the worker's crashes: it comes back under a new name each time, as a
+	// restarted worker process would.
+	Crashes int
+}
+
+// Worker is the name the session's claims pass as the worker's, where claim.sql takes one.
+func (s *Session) Worker() string {
+	if s.Crashes == 0 {
+		return s.Name
+	}
+	return fmt.Sprintf("%s-%d", s.Name, s.Crashes+1)
 }
 
 // Label is the session's name in traces and histories: its life counts after the first.
@@ -75,7 +86,11 @@ type World struct {
 	// applies each statement when it returns).
 	NoTxnWork bool
 	CanLock   bool          // the queue ships lock.sql
-	Lease     time.Duration // the lease of a claim that names none
+	CanRescue bool          // the queue ships rescue.sql
+	// FixedLease is the lease the queue fixes itself (0: each claim asks for its own); claims
+	// that name a lease of their own then do not apply.
+	FixedLease time.Duration
+	Lease      time.Duration // the lease of a claim that names none
 	payloads  int
 	// Clock is the run's database time, which every statement's window is counted in (a
 	// concurrent run's recorder shares it).
@@ -84,7 +99,10 @@ type World struct {
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
-	w := &World{CanLock: q.Lock != "", Lease: LongLease, Clock: &DBClock{}}
+	w := &World{CanLock: q.Lock != "", CanRescue: q.Rescue != "", FixedLease: q.FixedLease, Lease: LongLease, Clock: &DBClock{}}
+	if q.FixedLease != 0 {
+		w.Lease = q.FixedLease
+	}
 	for _, n := range names {
 		w.Sessions = append(w.Sessions, &Session{Name: n, Lives: 1})
 	}
@@ -97,7 +115,7 @@ func NewWorld(q *sut.Queue, names ...string) *World {
 // Reset forgets everything but the sessions' names and lives, as a fresh queue starts.
 func (w *World) Reset() {
 	for _, s := range w.Sessions {
-		*s = Session{Name: s.Name, Lives: s.Lives}
+		*s = Session{Name: s.Name, Lives: s.Lives, Crashes: s.Crashes}
 	}
 	w.Jobs, w.Claims, w.payloads = nil, nil, 0
 	w.Clock.Reset()

@@ -153,6 +153,17 @@ func (s *Session) prepared(ctx context.Context, file, sql string) (*pgconn.State
 	return sd, nil
 }
 
+// scanCol decodes one column of one row into dst.
+func (s *Session) scanCol(r result, row, col int, dst any) error {
+	if col >= len(r.fields) {
+		return fmt.Errorf("returned %d columns, want at least %d", len(r.fields), col+1)
+	}
+	if err := s.conn.TypeMap().Scan(r.fields[col].DataTypeOID, r.fields[col].Format, r.rows[row][col], dst); err != nil {
+		return fmt.Errorf("column %d (%s): %w", col+1, r.fields[col].Name, err)
+	}
+	return nil
+}
+
 // scan decodes one row's columns into dst, by the types the server sent.
 func (s *Session) scan(r result, row int, dst ...any) error {
 	if len(r.fields) < len(dst) {

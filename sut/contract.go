@@ -11,7 +11,13 @@
 //	expire.sql    $1 id                                       nothing
 //	snapshot.sql  none                                        every job: id, state, generation, lease_live
 //	lock.sql      $1 id (optional)                            locks that job's row FOR UPDATE
-//	queue.json    optional: {"claim_order": "lowest-id" | "any"}
+//	rescue.sql    none (optional)                             the ids of the running jobs it made ready
+//	queue.json    optional: what the queue declares about itself (see Declared)
+//
+// The forms a queue may declare (queue.json, or the presence of a file) change the contract's
+// shape only at the edges: the client translates them (opaque ids to numbers in enqueue order,
+// claim tokens kept per claim, generations counted by the suite where the queue has none), so
+// that the model and every mode keep speaking of (job, generation).
 package sut
 
 import (
@@ -24,6 +30,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"pgqcheck/model"
 )
@@ -42,6 +49,38 @@ type Queue struct {
 
 	Schema, Enqueue, Claim, Complete, Expire, Snapshot string
 	Lock                                               string // "" when the folder has no lock.sql
+	Rescue                                             string // "" when the folder has no rescue.sql
+
+	Declared
+}
+
+// Declared is what queue.json says of the queue beyond its claim order. The zero value is the
+// seed's shape.
+type Declared struct {
+	// FixedLease is the lease the queue fixes itself: claim.sql then takes no lease length, and
+	// the model judges every claim by this length (0: each claim asks for its own).
+	FixedLease time.Duration
+	// NoGeneration: the queue keeps no generation counter. claim.sql returns id and then its
+	// token columns, complete.sql takes the id and the token; the suite numbers each job's
+	// claims itself, so fencing is judged on the token and property 3 is not judged.
+	NoGeneration bool
+	// DoneDeleted: a finished job's row is deleted or moved away; snapshot.sql lists live jobs
+	// only, and a job that vanishes after its completion is done.
+	DoneDeleted bool
+	// OpaqueIDs: ids are uuid or text; the suite numbers jobs in enqueue order.
+	OpaqueIDs bool
+	// RescueOnly: a claim never takes a running job whose lease ended; rescue.sql makes such
+	// jobs ready first (a rescuer, sweeper or scheduler).
+	RescueOnly bool
+	// Unfenced: the queue does not promise fencing (an at-least-once queue): stale completions
+	// are measured and reported as not promised, and do not fail the run.
+	Unfenced bool
+}
+
+// Shape is the part of the declaration the specification needs.
+func (q *Queue) Shape() model.Shape {
+	return model.Shape{NoGeneration: q.NoGeneration, DoneDeleted: q.DoneDeleted,
+		RescueOnly: q.RescueOnly, Unfenced: q.Unfenced}
 }
 
 // Statement names, as files.
@@ -53,6 +92,7 @@ const (
 	FileExpire   = "expire.sql"
 	FileSnapshot = "snapshot.sql"
 	FileLock     = "lock.sql"
+	FileRescue   = "rescue.sql"
 	FileConfig   = "queue.json"
 )
 
@@ -152,6 +192,7 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 		{FileExpire, &q.Expire, false},
 		{FileSnapshot, &q.Snapshot, false},
 		{FileLock, &q.Lock, true},
+		{FileRescue, &q.Rescue, true},
 	} {
 		b, err := fs.ReadFile(fsys, f.file)
 		if errors.Is(err, fs.ErrNotExist) && f.optional {
@@ -182,23 +223,84 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 	case err != nil:
 		return nil, &ContractError{source, FileConfig, "cannot be read: " + err.Error()}
 	default:
-		var cfg struct {
-			ClaimOrder string `json:"claim_order"`
-		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&cfg); err != nil {
-			return nil, &ContractError{source, FileConfig, fmt.Sprintf("not valid (%v); expected {\"claim_order\": \"lowest-id\"} or {\"claim_order\": \"any\"}", err)}
-		}
-		switch model.Order(cfg.ClaimOrder) {
-		case model.LowestID, model.Any:
-			q.Order = model.Order(cfg.ClaimOrder)
-		case "":
-		default:
-			return nil, &ContractError{source, FileConfig, fmt.Sprintf("claim_order %q is unknown; use \"lowest-id\" or \"any\"", cfg.ClaimOrder)}
+		if err := q.declare(b); err != nil {
+			return nil, &ContractError{source, FileConfig, err.Error()}
 		}
 	}
+	if q.RescueOnly && q.Rescue == "" {
+		return nil, &ContractError{source, FileRescue, "missing; queue.json declares \"reclaim\": \"rescue\", so the queue needs the step that makes expired jobs ready (" + contractLine(FileRescue) + ")"}
+	}
 	return q, nil
+}
+
+// configKeys is queue.json's whole vocabulary, for the message that names an unknown key.
+const configKeys = `"claim_order", "lease", "generation", "done", "ids", "reclaim", "promises"`
+
+// declare reads queue.json. Every key is optional; each wrong value is one line that names the
+// values the key takes.
+func (q *Queue) declare(b []byte) error {
+	var cfg struct {
+		ClaimOrder string          `json:"claim_order"`
+		Lease      string          `json:"lease"`
+		Generation *bool           `json:"generation"`
+		Done       string          `json:"done"`
+		IDs        string          `json:"ids"`
+		Reclaim    string          `json:"reclaim"`
+		Promises   map[string]bool `json:"promises"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return fmt.Errorf("not valid (%v); it is one JSON object with any of the keys %s", err, configKeys)
+	}
+	switch model.Order(cfg.ClaimOrder) {
+	case model.LowestID, model.Any:
+		q.Order = model.Order(cfg.ClaimOrder)
+	case "":
+	default:
+		return fmt.Errorf("claim_order %q is unknown; use \"lowest-id\" or \"any\"", cfg.ClaimOrder)
+	}
+	if cfg.Lease != "" {
+		d, err := time.ParseDuration(cfg.Lease)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("lease %q is not a positive duration; give the lease the queue fixes itself, as \"30s\" or \"1h\"", cfg.Lease)
+		}
+		q.FixedLease = d
+	}
+	q.NoGeneration = cfg.Generation != nil && !*cfg.Generation
+	switch cfg.Done {
+	case "", "kept":
+	case "deleted":
+		q.DoneDeleted = true
+	default:
+		return fmt.Errorf("done %q is unknown; use \"kept\" (finished rows stay, in state done) or \"deleted\" (they are deleted or moved away)", cfg.Done)
+	}
+	switch cfg.IDs {
+	case "", "integer":
+	case "opaque":
+		q.OpaqueIDs = true
+	default:
+		return fmt.Errorf("ids %q is unknown; use \"integer\" (ids ascend with enqueue order) or \"opaque\" (uuid or text)", cfg.IDs)
+	}
+	switch cfg.Reclaim {
+	case "", "claim":
+	case "rescue":
+		q.RescueOnly = true
+	default:
+		return fmt.Errorf("reclaim %q is unknown; use \"claim\" (claim takes jobs whose lease ended) or \"rescue\" (rescue.sql makes them ready first)", cfg.Reclaim)
+	}
+	for name, promised := range cfg.Promises {
+		p, ok := model.PropertyNamed(name)
+		switch {
+		case !ok:
+			return fmt.Errorf("promises names %q, which is no property; a queue may leave out \"fencing\"", name)
+		case p != model.PFencing && !promised:
+			return fmt.Errorf("promises leaves out %s; only fencing may be left out (every other promise is what a queue is)", p)
+		case p == model.PFencing:
+			q.Unfenced = !promised
+		}
+	}
+	return nil
 }
 
 // stripComments drops -- comments and quoted text, so a semicolon inside them is not taken
@@ -242,6 +344,8 @@ func contractLine(file string) string {
 		return "no parameters -> every job: id, state, generation, lease_live (bool), ordered by id"
 	case FileLock:
 		return "$1 id -> locks that job's row FOR UPDATE"
+	case FileRescue:
+		return "no parameters -> one row per job it made ready: id"
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"pgqcheck/internal/textfmt"
 )
@@ -20,6 +21,10 @@ type Installed struct {
 	admin     *pgx.Conn
 	reset     string   // the statements that empty every table schema.sql created
 	sequences []string // every sequence schema.sql created, qualified and quoted
+
+	ids         *registry
+	claimWorker bool // claim.sql takes the worker's name
+	tokenCols   int  // columns claim.sql returns beyond id (and generation): the claim's token
 }
 
 // relations lists user relations of the given kinds as quoted qualified names.
@@ -37,7 +42,7 @@ func Install(ctx context.Context, dsn string, q *Queue) (*Installed, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &Installed{Queue: q, DSN: dsn, admin: admin}
+	in := &Installed{Queue: q, DSN: dsn, admin: admin, ids: newRegistry()}
 	if err := in.install(ctx); err != nil {
 		admin.Close(context.Background())
 		return nil, err
@@ -102,56 +107,133 @@ const (
 	anyCol colKind = iota
 	intCol
 	boolCol
+	idCol    // an integer, or any type where ids are opaque
+	tokenCol // the claim's token: any number of columns of any type, to the end
 )
 
-var intOIDs = map[uint32]bool{20: true, 21: true, 23: true, 1700: true}
+var (
+	intOIDs  = map[uint32]bool{20: true, 21: true, 23: true, 1700: true}
+	textOIDs = map[uint32]bool{25: true, 1043: true, 19: true} // text, varchar, name
+)
 
+// shape is one statement's parameters and columns as the queue's declaration makes them.
 type shape struct {
 	file   string
 	sql    string
-	params int
+	params []string  // what the contract passes, by name; a name ending in "?" may be absent (claim's worker)
 	cols   []colKind // nil: any result (or none)
 	names  string    // how the contract names the columns, for messages
 }
 
 func (in *Installed) shapes() []shape {
 	q := in.Queue
+	claimParams := []string{"worker name?"}
+	if q.FixedLease == 0 {
+		claimParams = []string{"lease length (interval)", "worker name?"}
+	}
+	claimCols, claimNames := []colKind{idCol, intCol, tokenCol}, "id, generation[, token...]"
+	completeParams := []string{"id", "generation", "token..."}
+	snapCols, snapNames := []colKind{idCol, anyCol, intCol, boolCol}, "id, state, generation, lease_live"
+	if q.NoGeneration {
+		claimCols, claimNames = []colKind{idCol, tokenCol}, "id[, token...]"
+		completeParams = []string{"id", "token..."}
+		snapCols, snapNames = []colKind{idCol, anyCol, boolCol}, "id, state, lease_live"
+	}
 	s := []shape{
-		{FileEnqueue, q.Enqueue, 1, []colKind{intCol}, "id"},
-		{FileClaim, q.Claim, 1, []colKind{intCol, intCol}, "id, generation"},
-		{FileComplete, q.Complete, 2, []colKind{intCol}, "rows completed"},
-		{FileExpire, q.Expire, 1, nil, ""},
-		{FileSnapshot, q.Snapshot, 0, []colKind{intCol, anyCol, intCol, boolCol}, "id, state, generation, lease_live"},
+		{FileEnqueue, q.Enqueue, []string{"payload (jsonb)"}, []colKind{idCol}, "id"},
+		{FileClaim, q.Claim, claimParams, claimCols, claimNames},
+		{FileComplete, q.Complete, completeParams, []colKind{intCol}, "rows completed"},
+		{FileExpire, q.Expire, []string{"id"}, nil, ""},
+		{FileSnapshot, q.Snapshot, nil, snapCols, snapNames},
 	}
 	if q.Lock != "" {
-		s = append(s, shape{FileLock, q.Lock, 1, nil, ""})
+		s = append(s, shape{FileLock, q.Lock, []string{"id"}, nil, ""})
+	}
+	if q.Rescue != "" {
+		s = append(s, shape{FileRescue, q.Rescue, nil, []colKind{idCol}, "id"})
 	}
 	return s
 }
 
 // validate prepares every statement and compares parameters and result columns with the contract.
+// The claim's columns decide how many token values complete.sql takes.
 func (in *Installed) validate(ctx context.Context) error {
 	for _, s := range in.shapes() {
 		sd, err := in.admin.Prepare(ctx, "", s.sql)
 		if err != nil {
 			return &ContractError{in.Queue.Source, s.file, "does not prepare: " + textfmt.ErrLine(err)}
 		}
-		if len(sd.ParamOIDs) != s.params {
-			return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("takes %d parameters; the contract passes %d (%s)", len(sd.ParamOIDs), s.params, contractLine(s.file))}
+		if err := in.checkParams(s, sd.ParamOIDs); err != nil {
+			return err
 		}
 		if s.cols == nil {
 			continue
 		}
-		if len(sd.Fields) != len(s.cols) {
-			return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("returns %d columns; the contract expects %d: %s", len(sd.Fields), len(s.cols), s.names)}
+		if err := in.checkCols(s, sd.Fields); err != nil {
+			return err
 		}
-		for i, want := range s.cols {
-			oid := sd.Fields[i].DataTypeOID
-			bad := (want == intCol && !intOIDs[oid]) || (want == boolCol && oid != 16)
-			if bad {
-				kind := map[colKind]string{intCol: "an integer", boolCol: "a boolean"}[want]
-				return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("column %d (%s) has type oid %d; the contract expects %s (columns: %s)", i+1, sd.Fields[i].Name, oid, kind, s.names)}
-			}
+	}
+	return nil
+}
+
+func (in *Installed) checkParams(s shape, oids []uint32) error {
+	want := 0
+	for _, p := range s.params {
+		if !strings.HasSuffix(p, "?") && p != "token..." {
+			want++
+		}
+	}
+	switch {
+	case s.file == FileClaim && len(oids) == want+1:
+		if !textOIDs[oids[want]] {
+			return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("parameter $%d has type oid %d; a claim's last parameter, when there is one more than the lease, is the worker's name (text)", want+1, oids[want])}
+		}
+		in.claimWorker = true
+		return nil
+	case s.file == FileComplete:
+		want += in.tokenCols
+	}
+	if len(oids) == want {
+		return nil
+	}
+	var passes string
+	switch s.file {
+	case FileClaim:
+		passes = "$1 lease length (interval), then optionally the worker's name (text)"
+		if in.Queue.FixedLease != 0 {
+			passes = "no lease (queue.json fixes it), optionally $1 the worker's name (text)"
+		}
+	case FileComplete:
+		passes = fmt.Sprintf("%d: %s", want, strings.Join(s.params[:len(s.params)-1], ", "))
+		if in.tokenCols > 0 {
+			passes += fmt.Sprintf(", then the %d token column(s) claim.sql returns", in.tokenCols)
+		}
+	default:
+		passes = fmt.Sprintf("%d (%s)", want, contractLine(s.file))
+	}
+	return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("takes %d parameters; the contract passes %s", len(oids), passes)}
+}
+
+func (in *Installed) checkCols(s shape, fields []pgconn.FieldDescription) error {
+	fixed := len(s.cols)
+	if s.cols[fixed-1] == tokenCol {
+		fixed--
+		in.tokenCols = len(fields) - fixed
+	}
+	if len(fields) < fixed || len(fields) > fixed && fixed == len(s.cols) {
+		return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("returns %d columns; the contract expects %d: %s", len(fields), fixed, s.names)}
+	}
+	for i, want := range s.cols[:fixed] {
+		oid := fields[i].DataTypeOID
+		if want == idCol && in.Queue.OpaqueIDs {
+			continue
+		}
+		if want == idCol && !intOIDs[oid] {
+			return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("column %d (%s) has type oid %d; the contract expects an integer id (for uuid or text ids declare \"ids\": \"opaque\" in queue.json)", i+1, fields[i].Name, oid)}
+		}
+		if (want == intCol && !intOIDs[oid]) || (want == boolCol && oid != 16) {
+			kind := map[colKind]string{intCol: "an integer", boolCol: "a boolean"}[want]
+			return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("column %d (%s) has type oid %d; the contract expects %s (columns: %s)", i+1, fields[i].Name, oid, kind, s.names)}
 		}
 	}
 	return nil
@@ -199,6 +281,7 @@ func (in *Installed) Reset(ctx context.Context) error {
 		_, _ = in.admin.Exec(context.Background(), "ROLLBACK")
 		return fmt.Errorf("pgqcheck: resetting the queue: %s (is a session from an earlier run still holding a lock?)", textfmt.ErrLine(err))
 	}
+	in.ids.reset()
 	return nil
 }
 

@@ -16,9 +16,13 @@ import (
 // Session is one connection to the queue's database: a worker, a locker, or a snapshot reader.
 type Session struct {
 	Name string
-	PID  uint32
-	conn *pgx.Conn
-	q    *Queue
+	// Worker is the name a claim passes where claim.sql takes the worker's name: the session's
+	// name until its worker crashes and comes back under a new one.
+	Worker string
+	PID    uint32
+	conn   *pgx.Conn
+	q      *Queue
+	in     *Installed
 
 	stmts map[string]*pgconn.StatementDescription // the queue's statements, prepared
 }
@@ -39,7 +43,7 @@ func (in *Installed) Connect(ctx context.Context, name string, o SessionOptions)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Name: name, PID: c.PgConn().PID(), conn: c, q: in.Queue}
+	s := &Session{Name: name, Worker: name, PID: c.PgConn().PID(), conn: c, q: in.Queue, in: in}
 	for param, d := range map[string]time.Duration{"lock_timeout": o.LockTimeout, "statement_timeout": o.StatementTimeout} {
 		if d > 0 {
 			if _, err := c.Exec(ctx, fmt.Sprintf("SET %s = %d", param, d.Milliseconds())); err != nil {
@@ -108,22 +112,79 @@ func (s *Session) Enqueue(ctx context.Context, payload string) (int64, Clock, er
 	r, clk, err := s.timed(ctx, FileEnqueue, s.q.Enqueue, payload)
 	var id int64
 	if err == nil {
-		err = s.one(r, &id)
+		if len(r.rows) != 1 {
+			err = fmt.Errorf("returned %d rows, want exactly one", len(r.rows))
+		} else {
+			id, err = s.jobID(r, 0, 0)
+		}
 	}
 	return id, clk, stmtErr(FileEnqueue, err)
 }
 
-// Claim asks for a job with the given lease length. ok is false when the queue returned no row.
+// jobID decodes the id in column col of a row: the id itself, or, for opaque ids, its number.
+func (s *Session) jobID(r result, row, col int) (int64, error) {
+	if !s.q.OpaqueIDs {
+		var id int64
+		return id, s.scanCol(r, row, col, &id)
+	}
+	var text string
+	if err := s.scanCol(r, row, col, &text); err != nil {
+		return 0, err
+	}
+	return s.in.ids.job(text), nil
+}
+
+// idArg is the value a statement is handed for a job: its id, or its opaque id.
+func (s *Session) idArg(job int64) (any, error) {
+	if !s.q.OpaqueIDs {
+		return job, nil
+	}
+	return s.in.ids.text(job)
+}
+
+// claimArgs are claim.sql's parameters: the lease unless the queue fixes it, then the worker's
+// name if claim.sql takes one.
+func (s *Session) claimArgs(lease time.Duration) []any {
+	var args []any
+	if s.q.FixedLease == 0 {
+		args = append(args, lease)
+	}
+	if s.in.claimWorker {
+		args = append(args, s.Worker)
+	}
+	return args
+}
+
+// Claim asks for a job with the given lease length (ignored where the queue fixes its own). ok is
+// false when the queue returned no row.
 func (s *Session) Claim(ctx context.Context, lease time.Duration) (id, gen int64, ok bool, clk Clock, err error) {
-	r, clk, err := s.timed(ctx, FileClaim, s.q.Claim, lease)
+	r, clk, err := s.timed(ctx, FileClaim, s.q.Claim, s.claimArgs(lease)...)
 	if err != nil {
 		return 0, 0, false, clk, stmtErr(FileClaim, err)
 	}
 	got := make([][2]int64, len(r.rows))
+	tokens := make([][]any, len(r.rows))
 	for i := range r.rows {
-		if err := s.scan(r, i, &got[i][0], &got[i][1]); err != nil {
+		if got[i][0], err = s.jobID(r, i, 0); err != nil {
 			return 0, 0, false, clk, stmtErr(FileClaim, err)
 		}
+		first := 1
+		if s.q.NoGeneration {
+			got[i][1] = s.in.ids.claimed(got[i][0])
+		} else {
+			first = 2
+			if err := s.scanCol(r, i, 1, &got[i][1]); err != nil {
+				return 0, 0, false, clk, stmtErr(FileClaim, err)
+			}
+		}
+		for c := first; c < len(r.fields); c++ {
+			var v any
+			if err := s.scanCol(r, i, c, &v); err != nil {
+				return 0, 0, false, clk, stmtErr(FileClaim, err)
+			}
+			tokens[i] = append(tokens[i], v)
+		}
+		s.in.ids.keep(got[i][0], got[i][1], tokens[i])
 	}
 	switch len(got) {
 	case 0:
@@ -134,9 +195,19 @@ func (s *Session) Claim(ctx context.Context, lease time.Duration) (id, gen int64
 	return 0, 0, false, clk, &ErrMultipleRows{got}
 }
 
-// Complete presents (id, generation) and returns how many rows the queue says it completed.
+// Complete presents a claim's token (id, generation, and whatever else the claim returned) and
+// returns how many rows the queue says it completed.
 func (s *Session) Complete(ctx context.Context, id, gen int64) (int64, Clock, error) {
-	r, clk, err := s.timed(ctx, FileComplete, s.q.Complete, id, gen)
+	arg, err := s.idArg(id)
+	if err != nil {
+		return 0, Clock{}, stmtErr(FileComplete, err)
+	}
+	args := []any{arg}
+	if !s.q.NoGeneration {
+		args = append(args, gen)
+	}
+	args = append(args, s.in.ids.token(id, gen, s.in.tokenCols)...)
+	r, clk, err := s.timed(ctx, FileComplete, s.q.Complete, args...)
 	var n int64
 	if err == nil {
 		err = s.one(r, &n)
@@ -146,11 +217,36 @@ func (s *Session) Complete(ctx context.Context, id, gen int64) (int64, Clock, er
 
 // Expire runs the test hook that moves a job's lease into the past.
 func (s *Session) Expire(ctx context.Context, id int64) (Clock, error) {
-	_, clk, err := s.timed(ctx, FileExpire, s.q.Expire, id)
+	arg, err := s.idArg(id)
+	if err != nil {
+		return Clock{}, stmtErr(FileExpire, err)
+	}
+	_, clk, err := s.timed(ctx, FileExpire, s.q.Expire, arg)
 	return clk, stmtErr(FileExpire, err)
 }
 
-// Snapshot reads every job.
+// Rescue runs the queue's rescue step and returns the jobs it made ready.
+func (s *Session) Rescue(ctx context.Context) ([]int64, Clock, error) {
+	if s.q.Rescue == "" {
+		return nil, Clock{}, fmt.Errorf("queue %s has no rescue.sql", s.q.Source)
+	}
+	r, clk, err := s.timed(ctx, FileRescue, s.q.Rescue)
+	if err != nil {
+		return nil, clk, stmtErr(FileRescue, err)
+	}
+	ids := make([]int64, len(r.rows))
+	for i := range r.rows {
+		if ids[i], err = s.jobID(r, i, 0); err != nil {
+			return nil, clk, stmtErr(FileRescue, err)
+		}
+	}
+	return ids, clk, nil
+}
+
+// CanRescue reports whether the queue ships rescue.sql.
+func (s *Session) CanRescue() bool { return s.q.Rescue != "" }
+
+// Snapshot reads every job (every live job, where done rows are deleted), ordered by job.
 func (s *Session) Snapshot(ctx context.Context) ([]model.Row, Clock, error) {
 	r, clk, err := s.timed(ctx, FileSnapshot, s.q.Snapshot)
 	if err != nil {
@@ -159,10 +255,23 @@ func (s *Session) Snapshot(ctx context.Context) ([]model.Row, Clock, error) {
 	out := make([]model.Row, len(r.rows))
 	for i := range r.rows {
 		var state string
-		if err := s.scan(r, i, &out[i].ID, &state, &out[i].Generation, &out[i].LeaseLive); err != nil {
+		if out[i].ID, err = s.jobID(r, i, 0); err != nil {
 			return nil, clk, stmtErr(FileSnapshot, err)
 		}
+		col := []any{&state, &out[i].Generation, &out[i].LeaseLive}
+		if s.q.NoGeneration {
+			col = []any{&state, &out[i].LeaseLive}
+			out[i].Generation = s.in.ids.generation(out[i].ID)
+		}
+		for c, d := range col {
+			if err := s.scanCol(r, i, 1+c, d); err != nil {
+				return nil, clk, stmtErr(FileSnapshot, err)
+			}
+		}
 		out[i].State = model.State(state)
+	}
+	if s.q.OpaqueIDs {
+		sortRows(out)
 	}
 	return out, clk, nil
 }
@@ -189,7 +298,11 @@ func (s *Session) Lock(ctx context.Context, id int64) error {
 	if s.q.Lock == "" {
 		return fmt.Errorf("queue %s has no lock.sql", s.q.Source)
 	}
-	rows, err := s.conn.Query(ctx, s.q.Lock, id)
+	arg, err := s.idArg(id)
+	if err != nil {
+		return stmtErr(FileLock, err)
+	}
+	rows, err := s.conn.Query(ctx, s.q.Lock, arg)
 	if err != nil {
 		return stmtErr(FileLock, err)
 	}
