@@ -70,6 +70,12 @@ func Corpus() []Entry {
 		// late completion must change nothing.
 		{Name: "mutant-complete-ignores-generation", Mutant: "complete-ignores-generation", Property: model.PFencing,
 			Steps: staleCompletion},
+		// The same in a queue that fences by a claim's token rather than a generation.
+		{Name: "mutant-complete-ignores-token", Mutant: "complete-ignores-token", Property: model.PFencing,
+			Steps: staleCompletion},
+		// A job done and deleted is back in the queue's next snapshot.
+		{Name: "mutant-deleted-job-comes-back", Mutant: "deleted-job-comes-back", Property: model.PDoneOnce,
+			Steps: []Step{Enqueue(1), Claim(0), Complete(0, 0)}},
 		{Name: "mutant-complete-ignores-lease", Mutant: "complete-ignores-lease", Property: model.PFencing,
 			Steps: []Step{Enqueue(1), Claim(0), Expire(0), Complete(0, 0)}},
 		{Name: "mutant-complete-ignores-state", Mutant: "complete-ignores-state", Property: model.PDoneOnce,

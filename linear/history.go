@@ -41,13 +41,13 @@ type Fault struct {
 // History is everything a run recorded. It is self-contained: the checks need nothing else.
 type History struct {
 	Version int    `json:"version"`
-	Queue   string `json:"queue"`             // where the queue's SQL came from
-	Mode    string `json:"mode"`              // stress, scheduled, simulated, handmade
+	Queue   string `json:"queue"` // where the queue's SQL came from
+	Mode    string `json:"mode"`  // stress, scheduled, simulated, handmade
 	// Shape is what the queue declared about itself (no generation, done rows deleted, ...),
 	// which the checks judge by; zero for the seed's shape.
 	Shape   model.Shape `json:"shape,omitempty"`
-	Clock   string `json:"clock"`             // "ns" (monotonic nanoseconds) or "logical" (event counter)
-	Program string `json:"program,omitempty"` // scheduled mode: the drawn program and interleaving
+	Clock   string      `json:"clock"`             // "ns" (monotonic nanoseconds) or "logical" (event counter)
+	Program string      `json:"program,omitempty"` // scheduled mode: the drawn program and interleaving
 	// Drained: the run ended by expiring every lease and draining the queue, and the last
 	// snapshot in the history was taken afterwards, so the accounting check applies.
 	Drained bool `json:"drained"`

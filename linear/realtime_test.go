@@ -43,7 +43,7 @@ func (c *scripted) log() *choiceLog { return &c.rec }
 // kindAt is where a kind lies in a weighted layout, for scripting a draw of it.
 func kindAt(t *testing.T, w program.Weights, kind string) int {
 	t.Helper()
-	i := slices.Index(weighted(w, true), kind)
+	i := slices.Index(weighted(w, capable{lock: true}), kind)
 	if i < 0 {
 		t.Fatalf("no %s in %v", kind, w)
 	}
@@ -65,7 +65,7 @@ func TestKindLayoutKeepsOldInputs(t *testing.T) {
 		{SuffixWeights, false, []string{"claim", "claim", "claim", "claim", "complete", "complete", "complete", "complete",
 			"expire", "expire", "expire", "claim-txn", "claim-txn", "claim-txn", "enqueue", "snapshot"}},
 	} {
-		got := weighted(c.w, c.canLock)
+		got := weighted(c.w, capable{lock: c.canLock})
 		if len(got) < len(c.old) || !slices.Equal(got[:len(c.old)], c.old) {
 			t.Errorf("layout %v no longer starts with the one saved inputs were drawn from, %v", got, c.old)
 		}
@@ -95,7 +95,7 @@ func TestRealTimeDraws(t *testing.T) {
 			script[k] = v
 		}
 		ch := &scripted{t: t, want: script}
-		d := &drawn{suffixK: weighted(SuffixWeights, true), realTimeK: weighted(RealTimeWeights, true), jobs: 1}
+		d := &drawn{suffixK: weighted(SuffixWeights, capable{lock: true}), realTimeK: weighted(RealTimeWeights, capable{lock: true}), jobs: 1}
 		var got []string
 		for _, op := range d.next(ch, 1) {
 			got = append(got, op.String())

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"pgqcheck/program"
+	"pgqcheck/sut"
 )
 
 // Scheduled mode: a sequential prefix of operations and, for two or three sessions, a suffix
@@ -27,7 +28,7 @@ import (
 // nothing, most of it.
 var (
 	PrefixWeights   = program.Weights{"claim": 2, "complete": 1, "expire": 2, "enqueue": 1, "timed-claim": 1}
-	SuffixWeights   = program.Weights{"claim": 4, "complete": 4, "expire": 3, "claim-txn": 3, "lock-txn": 2, "enqueue": 1, "snapshot": 1, "real-time": 1}
+	SuffixWeights   = program.Weights{"claim": 4, "complete": 4, "expire": 3, "claim-txn": 3, "lock-txn": 2, "enqueue": 1, "snapshot": 1, "real-time": 1, "rescue": 2}
 	RealTimeWeights = program.Weights{"timed-claim": 40, "lease-edge": 2, "near-end": 1, "real-pause": 1, "timed-claim-txn": 1, "edge-complete": 8}
 	// EdgeLeases are the leases a lease-edge claim draws: the shorter of program.TimedLeases,
 	// since the whole schedule then waits that lease out.
@@ -38,7 +39,13 @@ var (
 // choices give the same program on every run. New kinds go at the end, so that the inputs
 // saved before them (FuzzScheduled's corpus) still draw what they drew.
 var kindOrder = []string{"claim", "complete", "expire", "claim-txn", "lock-txn", "enqueue", "snapshot",
-	"real-time", "timed-claim", "lease-edge", "near-end", "real-pause", "timed-claim-txn", "edge-complete"}
+	"real-time", "timed-claim", "lease-edge", "near-end", "real-pause", "timed-claim-txn", "edge-complete", "rescue"}
+
+// capable is what the queue ships beyond the contract's core: kinds that need a file it lacks
+// are not drawn.
+type capable struct{ lock, rescue bool }
+
+func capabilities(q *sut.Queue) capable { return capable{lock: q.Lock != "", rescue: q.Rescue != ""} }
 
 // drawn is a drawn scheduled program: a prefix run one operation at a time, then one suffix per
 // session run concurrently under the drawn schedule. A suffix's length is drawn up front and
@@ -52,10 +59,10 @@ type drawn struct {
 	realTimeK []string
 }
 
-func weighted(w program.Weights, canLock bool) []string {
+func weighted(w program.Weights, can capable) []string {
 	var out []string
 	for _, k := range kindOrder {
-		if k == "lock-txn" && !canLock {
+		if k == "lock-txn" && !can.lock || k == "rescue" && !can.rescue {
 			continue
 		}
 		for i := 0; i < w[k]; i++ {
@@ -86,6 +93,8 @@ func (p *drawn) drawOp(c chooser, label string, kinds []string, s string) []prog
 		return one(program.ExpireClaim{S: s, Back: c.choose(0, 2, "back")})
 	case "snapshot":
 		return one(program.Snapshot{S: s})
+	case "rescue":
+		return one(program.Rescue{S: s})
 	case "claim-txn":
 		commit := c.choose(0, 3, "rollback") < 3
 		return one(program.ClaimTxn{S: s, Commit: commit, Complete: chooseBool(c, "complete in txn")})
@@ -136,9 +145,9 @@ func (p *drawn) next(c chooser, session int) []program.Op {
 }
 
 // drawProgram draws the sessions, the prefix, and the suffixes' lengths. A queue without
-// lock.sql gets no lockers.
-func drawProgram(c chooser, cfg ScheduledConfig, canLock bool) *drawn {
-	p := &drawn{prefixK: weighted(PrefixWeights, canLock), suffixK: weighted(SuffixWeights, canLock), realTimeK: weighted(RealTimeWeights, canLock)}
+// lock.sql gets no lockers, one without rescue.sql no rescues.
+func drawProgram(c chooser, cfg ScheduledConfig, can capable) *drawn {
+	p := &drawn{prefixK: weighted(PrefixWeights, can), suffixK: weighted(SuffixWeights, can), realTimeK: weighted(RealTimeWeights, can)}
 	n := c.choose(2, max(2, cfg.Sessions), "sessions")
 	p.jobs = c.choose(1, 5, "jobs")
 	for i := 0; i < p.jobs; i++ {

@@ -157,7 +157,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 	if saved != nil {
 		n = saved.ScheduledSessions()
 	} else {
-		d = drawProgram(c, s.cfg, s.in.Queue.Lock != "")
+		d = drawProgram(c, s.cfg, capabilities(s.in.Queue))
 		n = len(d.lengths)
 	}
 	r := &srun{s: s, t: t, c: c, rec: NewRecorder(true), sessions: n}

@@ -146,6 +146,14 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 			ch.locker = newActor(l, in.Queue)
 		}
 	}
+	var resc *rescuer
+	if in.Queue.Rescue != "" {
+		c, err := dial("rescuer")
+		if err != nil {
+			return nil, err
+		}
+		resc = &rescuer{actor: newActor(c, in.Queue), rng: rngFor()}
+	}
 
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -158,6 +166,10 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	if ch != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); ch.loop() }()
+	}
+	if resc != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.rescue(resc) }()
 	}
 	for deadline := start.Add(cfg.Duration); time.Now().Before(deadline) && rec.Len() < cfg.MaxOps && ctx.Err() == nil; {
 		time.Sleep(10 * time.Millisecond)

@@ -249,11 +249,14 @@ func (o Claim) String() string {
 func (o Claim) On() string { return o.S }
 func (o Claim) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && outsideTxnWork(w, s) && (o.Lease == 0 || w.FixedLease == 0)
+	return ok && outsideTxnWork(w, s) && (!TimedLease(o.Lease) || w.FixedLease == 0)
 }
 func (o Claim) Stmts(w *World) []Stmt {
 	lease := o.Lease
-	if lease == 0 {
+	switch {
+	case w.FixedLease != 0:
+		lease = w.FixedLease // whatever was asked, the queue's own
+	case lease == 0:
 		lease = w.Lease
 	}
 	return []Stmt{{Kind: KClaim, Lease: lease, Worker: w.Session(o.S).Worker()}}

@@ -28,10 +28,11 @@ func replayNotPromised(ctx context.Context, e *Env, ops []Op) error {
 // reduced (whole operations, for as long as the rest still shows it), and returns it with the
 // reduced program's trace. It leaves env's NotPromised empty.
 func ReduceNotPromised(ctx context.Context, e *Env, f *Finding, budget time.Duration) *Finding {
-	ops, err := Reduce(ctx, f.Program.Ops, budget, func(ops []Op) error { return replayNotPromised(ctx, e, ops) })
+	ops, _ := Reduce(ctx, f.Program.Ops, budget, func(ops []Op) error { return replayNotPromised(ctx, e, ops) })
+	err := replayNotPromised(ctx, e, ops) // env then holds the reduced run, whose trace is reported
 	var v *model.Violation
 	out := *f
-	if errors.As(err, &v) && v.NotPromised {
+	if errors.As(err, &v) && v.NotPromised && len(e.NotPromised) > 0 {
 		out.Violation, out.Program = v, &Program{Header: map[string]string{}, Ops: ops}
 		out.Trace, out.Model = e.NotPromised[0].Trace, e.NotPromised[0].Model
 	}

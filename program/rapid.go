@@ -49,7 +49,7 @@ func (w Weights) At(x int) string {
 // where a claim transaction also waits before its claim and before its completion.
 var SequentialWeights = Weights{"enqueue": 3, "claim": 4, "complete": 4, "pause": 2, "overslept": 1, "replaced": 1,
 	"expire": 1, "crash": 1, "drain": 1, "lock": 2, "release": 2, "claim-txn": 1,
-	"timed-claim": 2, "near-end": 2, "real-pause": 1}
+	"timed-claim": 2, "near-end": 2, "real-pause": 1, "rescue": 2}
 
 // The real-time scales: lease lengths of their own (beside the long lease of a plain claim),
 // margins around a lease's end, pauses, and a claim transaction's waits. All short, so that a
@@ -140,7 +140,11 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 			// It runs only where it applies: the pause has already changed the state, so the
 			// action can no longer be skipped.
 			by := (i + 1 + rapid.IntRange(0, Workers-2).Draw(t, "by")) % Workers
-			then := []Op{nil, Claim{S: WorkerName(by)}, Complete{S: w}}[rapid.IntRange(0, 2).Draw(t, "then")]
+			thens := []Op{nil, Claim{S: WorkerName(by)}, Complete{S: w}}
+			if e.W.CanRescue { // or the rescuer, which must leave a live lease alone
+				thens = append(thens, Rescue{S: WorkerName(by)})
+			}
+			then := thens[rapid.IntRange(0, len(thens)-1).Draw(t, "then")]
 			if then != nil && then.Applicable(e.W) {
 				if err := e.Step(ctx, then); err != nil {
 					Fail(t, e, err)
@@ -148,6 +152,9 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 			}
 		}
 		kinds["real-pause"] = func(t *rapid.T) { step(t, Sleep{D: rapid.SampledFrom(RealPauses).Draw(t, "d")}) }
+	}
+	if e.W.CanRescue {
+		kinds["rescue"] = func(t *rapid.T) { step(t, Rescue{S: worker(t)}) }
 	}
 	if e.CanLock() {
 		kinds["lock"] = func(t *rapid.T) { step(t, Lock{S: locker(t), Job: job(t)}) }

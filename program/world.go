@@ -85,13 +85,13 @@ type World struct {
 	// NoTxnWork: only row locks happen inside transactions (sequential mode, whose model
 	// applies each statement when it returns).
 	NoTxnWork bool
-	CanLock   bool          // the queue ships lock.sql
-	CanRescue bool          // the queue ships rescue.sql
+	CanLock   bool // the queue ships lock.sql
+	CanRescue bool // the queue ships rescue.sql
 	// FixedLease is the lease the queue fixes itself (0: each claim asks for its own); claims
 	// that name a lease of their own then do not apply.
 	FixedLease time.Duration
 	Lease      time.Duration // the lease of a claim that names none
-	payloads  int
+	payloads   int
 	// Clock is the run's database time, which every statement's window is counted in (a
 	// concurrent run's recorder shares it).
 	Clock *DBClock

@@ -178,6 +178,33 @@ func Under() ([]*Queue, error) {
 	return out, nil
 }
 
+// VariantsDir is where, under the module's root, the correct queues of other shapes live
+// (token-fenced, rescued, deleted with uuid ids, at-least-once): judged beside the built-ins.
+const VariantsDir = "testdata/queues"
+
+// Variants loads every queue folder under root's VariantsDir, by name.
+func Variants(root string) ([]*Queue, error) {
+	ents, err := os.ReadDir(filepath.Join(root, VariantsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*Queue
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		q, err := LoadDir(filepath.Join(root, VariantsDir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
 func load(fsys fs.FS, name, source string) (*Queue, error) {
 	q := &Queue{Name: name, Source: source, Order: model.LowestID}
 	for _, f := range []struct {

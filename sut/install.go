@@ -246,8 +246,8 @@ func (in *Installed) checkCols(s shape, fields []pgconn.FieldDescription) error 
 func (in *Installed) resetSQL(ctx context.Context, tables []string) (string, error) {
 	var n int
 	err := in.admin.QueryRow(ctx, `
-SELECT (SELECT count(*) FROM pg_constraint WHERE contype='f' AND (conrelid::regclass::text = ANY($1) OR confrelid::regclass::text = ANY($1)))
-     + (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgrelid::regclass::text = ANY($1))`, tables).Scan(&n)
+SELECT (SELECT count(*) FROM pg_constraint WHERE contype='f' AND (conrelid = ANY($1::regclass[]) OR confrelid = ANY($1::regclass[])))
+     + (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = ANY($1::regclass[]))`, tables).Scan(&n)
 	if err != nil {
 		return "", fmt.Errorf("pgqcheck: inspecting the queue's tables: %s", textfmt.ErrLine(err))
 	}

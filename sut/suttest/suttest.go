@@ -4,7 +4,9 @@ package suttest
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"pgqcheck/sut"
@@ -54,13 +56,44 @@ func install(tb testing.TB, prefix string, q *sut.Queue) (*sut.Installed, *pgser
 }
 
 // Queues returns the queues a suite judges (sut.Under), failing the test on a bad folder.
+// Without PGQCHECK_SQL_DIR they are the built-ins and the correct variants of other shapes in
+// testdata/queues.
 func Queues(tb testing.TB) []*sut.Queue {
 	tb.Helper()
 	qs, err := sut.Under()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return qs
+	if os.Getenv(sut.EnvSQLDir) != "" {
+		return qs
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	vs, err := sut.Variants(root)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return append(qs, vs...)
+}
+
+// ModuleRoot is the folder holding go.mod, above the test's working directory.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("pgqcheck: no go.mod above the test's folder")
+		}
+		dir = parent
+	}
 }
 
 // SelfCheck skips a test of the suite's own power (its mutants caught, its corpus catching
