@@ -1,0 +1,72 @@
+package timeline
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestComputeHandmade(t *testing.T) {
+	m := Compute(handmade(), 100)
+	check := func(what string, got, want any) {
+		t.Helper()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %+v, want %+v", what, got, want)
+		}
+	}
+	check("span", [2]int64{m.Start, m.End}, [2]int64{0, 2000 * ms})
+	check("statements", m.Ops, 12) // 13 operations, the snapshot's two rows one statement
+	// Claims that came back took 2, 7, 4 and 10 ms; the unknown one is not a latency.
+	check("claim latency", m.ClaimLatency, Summary{Count: 4, P50: 4 * ms, P99: 10 * ms, Max: 10 * ms})
+	// Job 1 waited 12-1 ms, job 2 20-3 ms; job 3 was never claimed.
+	check("ready age", m.ReadyAge, Summary{Count: 2, P50: 11 * ms, P99: 17 * ms, Max: 17 * ms})
+	check("unclaimed", m.Unclaimed, 1)
+	check("attempts", m.Attempts, Attempts{Jobs: 2, Claims: 4, Mean: 2, Max: 2, ByCount: []int{0, 2}})
+	check("completions", [2]int{m.Completions, m.RejectedCompletions}, [2]int{1, 1})
+	// Job 2's timed lease of 1 s ends at 1020 ms and it is reclaimed at 2000; job 1 is expired
+	// at 1031 and reclaimed at 1044: both at once in between.
+	check("expired-running peak", m.ExpiredRunningPeak, 2)
+	w := m.BucketWidth
+	check("bucket width", w, 20*ms)
+	at := func(t int64) int { return m.ExpiredRunning[int(t*ms/w)] }
+	check("expired-running at 500, 1035, 1500 ms", []int{at(500), at(1035), at(1500)}, []int{0, 2, 1})
+	check("ready waiting at 500 ms", m.ReadyWaiting[500*ms/w], 1)
+	check("oldest ready at 500 ms", m.OldestReady[500*ms/w], 520*ms-1-6*ms)
+	check("faults", m.Faults, []Window{
+		{Kind: "cancel", Target: "w0", From: 500 * ms, To: 1050 * ms, Derived: true}, // w0's next call
+		{Kind: "stall", Target: "w1", From: 1200 * ms, To: 1500 * ms},
+	})
+	byKind := map[string]Kind{}
+	var names []string
+	for _, k := range m.Kinds {
+		byKind[k.Kind] = k
+		names = append(names, k.Kind)
+	}
+	check("kinds", names, []string{"enqueue", "claim", "complete", "expire", "snapshot"})
+	check("claims, unknown", [2]int{byKind["claim"].Ops, byKind["claim"].Unknown}, [2]int{5, 1})
+	check("unknown claim's bucket", byKind["claim"].Points[100*ms/w].Unknown, 1)
+	check("snapshot statements", byKind["snapshot"].Ops, 1)
+	total := 0
+	for _, p := range byKind["claim"].Points {
+		total += p.Ops
+	}
+	check("claims placed in buckets", total, 4)
+}
+
+// An empty run and a run of one instant still measure and draw: a report folder is written for
+// every run.
+func TestComputeDegenerate(t *testing.T) {
+	for _, r := range []*Run{{Clock: "ns"}, {Clock: "logical", Ops: handmade().Ops[:1]}} {
+		m := Compute(r, 0)
+		if len(m.ExpiredRunning) == 0 || len(m.ExpiredRunning) != len(m.ReadyWaiting) {
+			t.Fatalf("%d ops: series of %d and %d buckets", len(r.Ops), len(m.ExpiredRunning), len(m.ReadyWaiting))
+		}
+		var b testWriter
+		if err := Write(&b, r, m); err != nil || b.n == 0 {
+			t.Fatalf("%d ops: page of %d bytes, %v", len(r.Ops), b.n, err)
+		}
+	}
+}
+
+type testWriter struct{ n int }
+
+func (w *testWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
