@@ -25,6 +25,12 @@ func (h *History) TimelineRun() *timeline.Run {
 	for i, f := range h.Faults {
 		r.Faults[i] = timeline.Fault{At: f.At, Until: f.Until, Kind: f.Kind, Target: f.Target}
 	}
+	for _, o := range h.Ops {
+		if o.Session == drainSession {
+			r.Marks = append(r.Marks, timeline.Mark{At: o.Call, Label: "drain: every lease expired, every job completed"})
+			break
+		}
+	}
 	return r
 }
 

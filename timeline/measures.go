@@ -11,6 +11,8 @@ package timeline
 import (
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"pgqcheck/model"
@@ -45,6 +47,14 @@ type Run struct {
 	Clock  string // "ns" (nanoseconds) or "logical" (an event counter)
 	Ops    []Op
 	Faults []Fault
+	Marks  []Mark
+}
+
+// Mark is an instant of the run worth a line across the charts: where its phases change
+// (a stress run's drain, whose expiries and claims dwarf the traffic's).
+type Mark struct {
+	At    int64  `json:"at"`
+	Label string `json:"label"`
 }
 
 // DefaultBuckets is how many time buckets the series have.
@@ -74,6 +84,7 @@ type Measures struct {
 	RejectedCompletions int `json:"rejected_completions"`
 
 	Faults []Window `json:"faults,omitempty"`
+	Marks  []Mark   `json:"marks,omitempty"`
 	Kinds  []Kind   `json:"kinds"`
 	// Series over time, one point per bucket of BucketWidth from Start.
 	BucketWidth int64 `json:"bucket_width"`
@@ -173,6 +184,7 @@ func Compute(r *Run, buckets int) *Measures {
 	m.ClaimLatency = summarize(claimLat)
 	m.jobs(r.Ops, n, bucket)
 	m.Faults = windows(r.Faults, r.Ops, m.End)
+	m.Marks = r.Marks
 	return m
 }
 
@@ -425,30 +437,54 @@ func peaks(ivs []interval, n int, bucket func(int64) int) []int {
 	return out
 }
 
-// windows turns faults into drawn windows. An instant fault's window ends when its target
-// session next called an operation (the session's first step after it recovered) or, for a
-// session that never did, at the run's end.
+// windows turns faults into drawn windows. An instant fault (a cancel, a termination) lasts
+// as long as the statement it hit: its window ends when the target session's statement in
+// flight came back or, when that one's answer was lost, when the session next called an
+// operation (on a new connection). A fault that hit an idle session is an instant.
 func windows(faults []Fault, ops []Op, end int64) []Window {
-	calls := map[string][]int64{}
+	bySession := map[string][]Op{}
 	for _, o := range ops {
-		calls[o.Session] = append(calls[o.Session], o.Call)
+		l := lineage(o.Session)
+		bySession[l] = append(bySession[l], o)
 	}
-	for _, c := range calls {
-		sort.Slice(c, func(a, b int) bool { return c[a] < c[b] })
+	for _, os := range bySession {
+		sort.Slice(os, func(a, b int) bool { return os[a].Call < os[b].Call })
 	}
 	out := make([]Window, 0, len(faults))
 	for _, f := range faults {
 		w := Window{Kind: f.Kind, Target: f.Target, From: f.At, To: f.Until}
 		if w.To <= w.From {
-			w.Derived, w.To = true, end
-			c := calls[f.Target]
-			if i := sort.Search(len(c), func(i int) bool { return c[i] > f.At }); i < len(c) {
-				w.To = c[i]
+			w.Derived, w.To = true, f.At
+			os := bySession[lineage(f.Target)]
+			next := sort.Search(len(os), func(i int) bool { return os[i].Call > f.At })
+			// A session runs one statement at a time: the last one called before the fault is
+			// the only one it can have hit (a snapshot's rows share its call and its return).
+			if next > 0 {
+				switch hit := os[next-1]; {
+				case hit.Return == Never:
+					w.To = end
+					if next < len(os) {
+						w.To = os[next].Call
+					}
+				case hit.Return > f.At:
+					w.To = hit.Return
+				}
 			}
 		}
 		out = append(out, w)
 	}
 	return out
+}
+
+// lineage is a session's name without its reconnection count: "w2/3" is w2's third
+// connection, and a fault on "w2" ends when any of them next acts.
+func lineage(session string) string {
+	if i := strings.LastIndexByte(session, '/'); i > 0 {
+		if _, err := strconv.Atoi(session[i+1:]); err == nil {
+			return session[:i]
+		}
+	}
+	return session
 }
 
 func summarize(xs []int64) Summary {
@@ -480,3 +516,21 @@ func (m *Measures) Duration(d int64) string {
 	}
 	return fmtDur(time.Duration(d))
 }
+
+// Summary is the measures in a few lines, as commands and reports print them.
+func (m *Measures) Summary() string {
+	d := m.Duration
+	sum := func(s Summary) string {
+		if s.Count == 0 {
+			return "none"
+		}
+		return "p50 " + d(s.P50) + ", p99 " + d(s.P99) + ", max " + d(s.Max)
+	}
+	return "claim latency " + sum(m.ClaimLatency) + "; ready-job age " + sum(m.ReadyAge) +
+		"\nexpired-running peak " + fmtInt(int64(m.ExpiredRunningPeak)) +
+		"; attempts per job " + strconvMean(m.Attempts.Mean) + " (max " + fmtInt(int64(m.Attempts.Max)) + ")" +
+		"; rejected completions " + fmtInt(int64(m.RejectedCompletions)) + " of " + fmtInt(int64(m.RejectedCompletions+m.Completions)) +
+		"; " + fmtInt(int64(len(m.Faults))) + " fault window(s)\n"
+}
+
+func strconvMean(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }

@@ -14,8 +14,8 @@ func TestComputeHandmade(t *testing.T) {
 		}
 	}
 	check("span", [2]int64{m.Start, m.End}, [2]int64{0, 2000 * ms})
-	check("statements", m.Ops, 12) // 13 operations, the snapshot's two rows one statement
-	// Claims that came back took 2, 7, 4 and 10 ms; the unknown one is not a latency.
+	check("statements", m.Ops, 13) // 14 operations, the snapshot's two rows one statement
+	// Claims that came back took 2, 7, 4 and 10 ms; the unknown ones have no latency.
 	check("claim latency", m.ClaimLatency, Summary{Count: 4, P50: 4 * ms, P99: 10 * ms, Max: 10 * ms})
 	// Job 1 waited 12-1 ms, job 2 20-3 ms; job 3 was never claimed.
 	check("ready age", m.ReadyAge, Summary{Count: 2, P50: 11 * ms, P99: 17 * ms, Max: 17 * ms})
@@ -32,7 +32,7 @@ func TestComputeHandmade(t *testing.T) {
 	check("ready waiting at 500 ms", m.ReadyWaiting[500*ms/w], 1)
 	check("oldest ready at 500 ms", m.OldestReady[500*ms/w], 520*ms-1-6*ms)
 	check("faults", m.Faults, []Window{
-		{Kind: "cancel", Target: "w0", From: 500 * ms, To: 1050 * ms, Derived: true}, // w0's next call
+		{Kind: "cancel", Target: "w0", From: 500 * ms, To: 1050 * ms, Derived: true}, // its claim lost: w0's next call
 		{Kind: "stall", Target: "w1", From: 1200 * ms, To: 1500 * ms},
 	})
 	byKind := map[string]Kind{}
@@ -42,7 +42,7 @@ func TestComputeHandmade(t *testing.T) {
 		names = append(names, k.Kind)
 	}
 	check("kinds", names, []string{"enqueue", "claim", "complete", "expire", "snapshot"})
-	check("claims, unknown", [2]int{byKind["claim"].Ops, byKind["claim"].Unknown}, [2]int{5, 1})
+	check("claims, unknown", [2]int{byKind["claim"].Ops, byKind["claim"].Unknown}, [2]int{6, 2})
 	check("unknown claim's bucket", byKind["claim"].Points[100*ms/w].Unknown, 1)
 	check("snapshot statements", byKind["snapshot"].Ops, 1)
 	total := 0
@@ -70,3 +70,22 @@ func TestComputeDegenerate(t *testing.T) {
 type testWriter struct{ n int }
 
 func (w *testWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+
+// A fault without an end lasts as long as the statement it hit: to that statement's return,
+// to the session's next call (on any of its connections) when the answer was lost, and not
+// at all on an idle session.
+func TestFaultWindows(t *testing.T) {
+	op := func(s string, call, ret int64) Op { return Op{Session: s, Call: call, Return: ret} }
+	ops := []Op{op("w0", 10, 20), op("w0", 30, Never), op("w0/2", 45, 50), op("w1", 5, 8), op("w1", 100, 110)}
+	faults := []Fault{{At: 15, Kind: "cancel", Target: "w0"}, {At: 35, Kind: "terminate", Target: "w0"}, {At: 60, Kind: "cancel", Target: "w1"}, {At: 70, Until: 90, Kind: "stall", Target: "w1"}}
+	got := windows(faults, ops, 200)
+	want := []Window{
+		{Kind: "cancel", Target: "w0", From: 15, To: 20, Derived: true},
+		{Kind: "terminate", Target: "w0", From: 35, To: 45, Derived: true},
+		{Kind: "cancel", Target: "w1", From: 60, To: 60, Derived: true},
+		{Kind: "stall", Target: "w1", From: 70, To: 90},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("windows:\n got %+v\nwant %+v", got, want)
+	}
+}

@@ -110,7 +110,7 @@ svg.chart{display:block} svg text{font:11px system-ui,sans-serif;fill:#333} svg 
 .grid{stroke:#e4e4e4;stroke-width:1} .axis{stroke:#555;stroke-width:1} .cursor{stroke:#000;stroke-width:1;stroke-dasharray:2 2}
 .legend span{display:inline-block;margin:2px 12px 2px 0;cursor:pointer;user-select:none} .legend span.off{opacity:.3}
 .sw{display:inline-block;width:14px;height:10px;margin-right:4px;vertical-align:middle;border:1px solid #999}
-.readout{min-height:18px;font-family:ui-monospace,monospace;font-size:12px;color:#333}
+.note{margin-top:0;color:#555;font-size:12px} .readout{min-height:18px;font-family:ui-monospace,monospace;font-size:12px;color:#333}
 table{border-collapse:collapse;margin-bottom:8px} td,th{border:1px solid #ddd;padding:2px 8px;text-align:right} th{background:#f4f4f4}
 td:first-child,th:first-child{text-align:left} #measures-table th{text-align:left} .hidden{display:none}
 </style></head><body>
@@ -181,7 +181,19 @@ func (p *page) chart(id, title string, h int) {
 	}
 	p.f("<line class=\"axis\" x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/><line class=\"axis\" x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/>\n",
 		PlotLeft, PlotLeft+PlotWidth, chartTop+h, chartTop+h, PlotLeft, PlotLeft, chartTop, chartTop+h)
+	for _, mk := range p.m.Marks {
+		x := p.m.X(mk.At)
+		p.f("<line class=\"mark\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#333\" stroke-dasharray=\"6 3\"><title>%s</title></line>\n", x, x, chartTop, chartTop+h, esc(mk.Label))
+		p.f("<text x=\"%.1f\" y=\"11\" text-anchor=\"end\">%s ▸</text>\n", x-2, esc(firstWord(mk.Label)))
+	}
 	p.f("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", PlotLeft+PlotWidth/2, chartTop+h+28, esc(timeAxisTitle(p.m)))
+}
+
+func firstWord(s string) string {
+	if i := strings.IndexAny(s, " :"); i > 0 {
+		return s[:i]
+	}
+	return s
 }
 
 func (p *page) faultText(w Window) string {
@@ -223,10 +235,10 @@ func (p *page) faultLane() {
 		p.f("<text class=\"fault-label\" x=\"%.1f\" y=\"%d\">%s</text>\n", x0, (row+1)*rowH-2, esc(label))
 		last[row] = x0 + float64(len(label))*6
 	}
-	if hidden > 0 {
-		p.f("<text x=\"%d\" y=\"%d\" text-anchor=\"end\">(%d more: point at a window)</text>\n", ChartWidth-4, h-8, hidden)
-	}
 	p.f("</svg>\n")
+	if hidden > 0 {
+		p.f("<p class=\"note\">%d of the %d fault windows are not labelled above, for room: point at a window, or see the table of faults.</p>\n", hidden, len(p.m.Faults))
+	}
 }
 
 func (p *page) throughput() {
@@ -289,13 +301,19 @@ func (p *page) latency() {
 	if lo > hi {
 		lo = 1
 	}
+	if p.m.Clock != "logical" {
+		// Below 10 µs is the recorder's own bookkeeping (a lock released by a fault is recorded
+		// as it is seen), not a statement's round trip: such points sit on the floor.
+		lo = max(lo, 10*int64(time.Microsecond))
+		hi = max(hi, lo*10)
+	}
 	// A log scale: a lock wait of seconds and a claim of a tenth of a millisecond share it.
 	a, b := math.Floor(math.Log10(float64(lo))), math.Ceil(math.Log10(float64(hi)))
 	if b <= a {
 		b = a + 1
 	}
 	y := func(v int64) float64 {
-		l := math.Log10(float64(max(v, 1)))
+		l := max(a, math.Log10(float64(max(v, 1))))
 		return float64(chartTop+h) - float64(h)*(l-a)/(b-a)
 	}
 	p.chart("latency", "latency per operation kind (log scale)", h)
