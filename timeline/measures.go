@@ -77,6 +77,9 @@ type Measures struct {
 	// ExpiredRunningPeak is the most jobs at once that were running with their lease over (an
 	// expiry, or a timed lease's length past its claim's return) and not yet reclaimed.
 	ExpiredRunningPeak int `json:"expired_running_peak"`
+	// TrafficExpiredRunningPeak is the same peak before the run's first mark (a stress run's
+	// drain, which expires every lease by design); the whole run's when it has no mark.
+	TrafficExpiredRunningPeak int `json:"traffic_expired_running_peak"`
 	// Attempts is the claims per claimed job: jobs by how many claims took them.
 	Attempts Attempts `json:"attempts"`
 	// Completions changed a row; RejectedCompletions came back having changed none.
@@ -185,18 +188,37 @@ func Compute(r *Run, buckets int) *Measures {
 	m.jobs(r.Ops, n, bucket)
 	m.Faults = windows(r.Faults, r.Ops, m.End)
 	m.Marks = r.Marks
+	m.TrafficExpiredRunningPeak = m.ExpiredRunningPeak
+	if b := m.TrafficBuckets(); b < len(m.ExpiredRunning) {
+		m.TrafficExpiredRunningPeak = 0
+		for _, c := range m.ExpiredRunning[:b] {
+			m.TrafficExpiredRunningPeak = max(m.TrafficExpiredRunningPeak, c)
+		}
+	}
 	return m
 }
 
-// statements drops the per-job copies of a snapshot: one statement, one operation.
-func statements(ops []Op) []Op {
+// TrafficBuckets is how many buckets lie wholly before the run's first mark: the traffic, as
+// against the phase a mark begins (all of them when the run has no mark).
+func (m *Measures) TrafficBuckets() int {
+	n := len(m.ExpiredRunning)
+	for _, mk := range m.Marks {
+		n = min(n, int((mk.At-m.Start)/m.BucketWidth))
+	}
+	return max(0, n)
+}
+
+// statements drops the per-job copies of a snapshot: one statement, one operation. (Pointers:
+// an Op is large, and a long run has hundreds of thousands.)
+func statements(ops []Op) []*Op {
 	type key struct {
 		session string
 		call    int64
 	}
 	seen := map[key]bool{}
-	out := make([]Op, 0, len(ops))
-	for _, o := range ops {
+	out := make([]*Op, 0, len(ops))
+	for i := range ops {
+		o := &ops[i]
 		if o.Input.Kind == model.OpObserve {
 			k := key{o.Session, o.Call}
 			if seen[k] {
@@ -209,7 +231,7 @@ func statements(ops []Op) []Op {
 	return out
 }
 
-func span(ops []Op, faults []Fault) (int64, int64) {
+func span(ops []*Op, faults []Fault) (int64, int64) {
 	from, to := int64(Never), int64(0)
 	for _, o := range ops {
 		from, to = min(from, o.Call), max(to, o.Call)
@@ -226,7 +248,7 @@ func span(ops []Op, faults []Fault) (int64, int64) {
 	return from, to
 }
 
-func kinds(ops []Op, n int, bucket func(int64) int) []Kind {
+func kinds(ops []*Op, n int, bucket func(int64) int) []Kind {
 	type acc struct {
 		k   Kind
 		all []int64
@@ -287,7 +309,7 @@ func (m *Measures) jobs(ops []Op, n int, bucket func(int64) int) {
 	type job struct {
 		enqueued, firstClaim int64 // returns; -1 when not seen
 		claims               int
-		events               []Op
+		events               []*Op
 	}
 	byID := map[int64]*job{}
 	get := func(id int64) *job {
@@ -298,7 +320,8 @@ func (m *Measures) jobs(ops []Op, n int, bucket func(int64) int) {
 		}
 		return j
 	}
-	for _, o := range ops {
+	for i := range ops {
+		o := &ops[i]
 		if o.Return == Never || o.Output.Outcome != model.Returned {
 			continue
 		}
@@ -375,7 +398,7 @@ type interval struct{ from, to int64 }
 // ended on the database's clock too, which runs at the same rate), to the next claim's return.
 // A completion that changed a row ends the job's running; it cannot succeed on a lease that
 // is over, so it only ends spans the recorded times place too early.
-func expiredSpans(events []Op, end int64) []interval {
+func expiredSpans(events []*Op, end int64) []interval {
 	sort.Slice(events, func(a, b int) bool { return events[a].Return < events[b].Return })
 	var out []interval
 	running, over := false, int64(-1) // over: when the current lease ends; -1 never
@@ -527,10 +550,19 @@ func (m *Measures) Summary() string {
 		return "p50 " + d(s.P50) + ", p99 " + d(s.P99) + ", max " + d(s.Max)
 	}
 	return "claim latency " + sum(m.ClaimLatency) + "; ready-job age " + sum(m.ReadyAge) +
-		"\nexpired-running peak " + fmtInt(int64(m.ExpiredRunningPeak)) +
+		"\nexpired-running peak " + fmtInt(int64(m.TrafficExpiredRunningPeak)) + m.afterMark() +
 		"; attempts per job " + strconvMean(m.Attempts.Mean) + " (max " + fmtInt(int64(m.Attempts.Max)) + ")" +
 		"; rejected completions " + fmtInt(int64(m.RejectedCompletions)) + " of " + fmtInt(int64(m.RejectedCompletions+m.Completions)) +
 		"; " + fmtInt(int64(len(m.Faults))) + " fault window(s)\n"
+}
+
+// afterMark is the whole run's expired-running peak, when a later phase (the drain) exceeds
+// the traffic's.
+func (m *Measures) afterMark() string {
+	if m.ExpiredRunningPeak == m.TrafficExpiredRunningPeak {
+		return ""
+	}
+	return " (" + fmtInt(int64(m.ExpiredRunningPeak)) + " with the " + firstWord(m.Marks[0].Label) + ")"
 }
 
 func strconvMean(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }

@@ -29,6 +29,12 @@ func TestComputeHandmade(t *testing.T) {
 	check("bucket width", w, 20*ms)
 	at := func(t int64) int { return m.ExpiredRunning[int(t*ms/w)] }
 	check("expired-running at 500, 1035, 1500 ms", []int{at(500), at(1035), at(1500)}, []int{0, 2, 1})
+	check("traffic's expired-running peak, no mark", m.TrafficExpiredRunningPeak, 2)
+	marked := handmade()
+	marked.Marks = []Mark{{At: 1025 * ms, Label: "drain"}} // both spans begin in or after its bucket
+	if mm := Compute(marked, 100); mm.TrafficExpiredRunningPeak != 0 || mm.ExpiredRunningPeak != 2 {
+		t.Errorf("with a mark at 1025 ms: traffic's peak %d (want 0), whole run's %d (want 2)", mm.TrafficExpiredRunningPeak, mm.ExpiredRunningPeak)
+	}
 	check("ready waiting at 500 ms", m.ReadyWaiting[500*ms/w], 1)
 	check("oldest ready at 500 ms", m.OldestReady[500*ms/w], 520*ms-1-6*ms)
 	check("faults", m.Faults, []Window{

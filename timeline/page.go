@@ -116,7 +116,7 @@ td:first-child,th:first-child{text-align:left} #measures-table th{text-align:lef
 </style></head><body>
 `, esc(title))
 	p.f("<h1>%s</h1>\n", esc(title))
-	p.f("<p>%s operations from %s to %s on the run's clock (%s); %d fault window(s). Buckets of %s.</p>\n",
+	p.f("<p>%s statements (a snapshot of many rows is one) from %s to %s on the run's clock (%s); %d fault window(s). Buckets of %s.</p>\n",
 		fmtInt(int64(m.Ops)), m.Duration(0), m.Duration(m.End-m.Start), clockName(m.Clock), len(m.Faults), m.Duration(m.BucketWidth))
 	p.legend()
 	p.f("<div class=\"readout\" id=\"readout\">Point at a chart to read its bucket.</div>\n")
@@ -334,12 +334,22 @@ func (p *page) latency() {
 
 func (p *page) jobsChart() {
 	const h = 140
-	top := 1.0
+	// The scale is the traffic's: a drain expires every lease at once and would flatten it.
+	// What is higher is drawn at the top, and the title says so.
+	top, all := 1.0, 0
+	traffic := max(1, p.m.TrafficBuckets())
 	for i := range p.m.ExpiredRunning {
-		top = max(top, float64(p.m.ExpiredRunning[i]), float64(p.m.ReadyWaiting[i]))
+		all = max(all, p.m.ExpiredRunning[i], p.m.ReadyWaiting[i])
+		if i < traffic {
+			top = max(top, float64(p.m.ExpiredRunning[i]), float64(p.m.ReadyWaiting[i]))
+		}
 	}
 	top = max(4, niceCeil(top)) // whole jobs on every grid line
-	p.chart("jobs", "jobs: running on an expired lease (red), ready and waiting (teal)", h)
+	title := "jobs: running on an expired lease (red), ready and waiting (teal)"
+	if float64(all) > top {
+		title += fmt.Sprintf("; after the %s up to %s, off the scale", firstWord(p.m.Marks[0].Label), fmtInt(int64(all)))
+	}
+	p.chart("jobs", title, h)
 	var labels []string
 	var ys []float64
 	for i := 0; i <= 4; i++ {
@@ -356,7 +366,7 @@ func (p *page) jobsChart() {
 		for i, v := range s.vals {
 			x0 := p.m.X(p.m.Start + int64(i)*p.m.BucketWidth)
 			x1 := p.m.X(min(p.m.End, p.m.Start+int64(i+1)*p.m.BucketWidth))
-			yv := float64(chartTop+h) - float64(h)*float64(v)/top
+			yv := float64(chartTop+h) - float64(h)*min(1, float64(v)/top)
 			if i == 0 {
 				fmt.Fprintf(&d, "M%.1f %.1f", x0, yv)
 			} else {
@@ -427,7 +437,7 @@ func (p *page) tables() {
 	row("claim latency", sum(m.ClaimLatency), "claims that came back, call to return")
 	row("ready-job age", sum(m.ReadyAge), "claimed jobs, enqueue's return to first claim's return")
 	row("jobs never claimed", fmtInt(int64(m.Unclaimed)), "enqueued, and no claim returned them")
-	row("expired-running (peak)", fmtInt(int64(m.ExpiredRunningPeak)), "running jobs whose lease was over (expired, or a timed lease's length past its claim) and not yet reclaimed")
+	row("expired-running (peak)", fmtInt(int64(m.TrafficExpiredRunningPeak))+m.afterMark(), "running jobs whose lease was over (expired, or a timed lease's length past its claim) and not yet reclaimed")
 	att := "none"
 	if a := m.Attempts; a.Jobs > 0 {
 		var parts []string
@@ -594,6 +604,7 @@ document.querySelectorAll('#legend span[data-kind]').forEach(function(el){
   });
 });
 document.body.setAttribute('data-ready',String(document.querySelectorAll('rect.fault').length));
+document.body.setAttribute('data-script-done-ms',String(Math.round(performance.now())));
 })();`
 
 // scriptText is the script with the page's geometry filled in: one definition of it.

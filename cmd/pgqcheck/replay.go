@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"pgqcheck/campaign"
 	"pgqcheck/sut/pgserver"
@@ -86,11 +87,17 @@ func runCheckHistory(c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
+		start := time.Now()
 		m, err := campaign.MeasuresPage(pos[0], page)
 		if err != nil {
 			return inputError("check-history", err)
 		}
-		fmt.Fprintf(c.stdout, "%smeasures: %s\n", m.Summary(), page)
+		took := time.Since(start)
+		size := int64(0)
+		if st, err := os.Stat(page); err == nil {
+			size = st.Size()
+		}
+		fmt.Fprintf(c.stdout, "%smeasures: %s (%d statements, %.0f KB, read and drawn in %s)\n", m.Summary(), page, m.Ops, float64(size)/1024, took.Round(time.Millisecond))
 	}
 	r, err := campaign.ReplayHistory(pos[0], out)
 	if r == nil {
