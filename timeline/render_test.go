@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -36,10 +37,12 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// headless runs one headless Chromium command on page in a process group of its own and a
-// profile folder of its own, and returns its standard output. Every process of the group is
-// killed when it returns, also when the browser hangs or the test fails, and the profile is
-// removed (t.TempDir).
+// headless runs one headless Chromium command on page with a profile folder of its own, and
+// returns its standard output. Chromium starts helpers in process groups of their own (a
+// crash handler, the browser itself under the launcher), so what is stopped when it returns
+// is this process's whole tree of descendants: its orphans are this process's children (see
+// subreaper), killed and reaped until none is left, also when the browser hangs, the test
+// fails or an interrupt arrives, and then the profile is removed (t.TempDir).
 func headless(t *testing.T, bin, page string, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -50,40 +53,43 @@ func headless(t *testing.T, bin, page string, args ...string) []byte {
 		"--force-device-scale-factor=1", "--user-data-dir=" + profile}
 	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+page)...)
 	subreaper(t)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	// A Ctrl-C reaches this process's group, not the browser's: stop the tree, then exit.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			stopTree()
+			os.RemoveAll(filepath.Dir(profile)) // the test's temporary folders: exiting skips its cleanup
+			fmt.Fprintf(os.Stderr, "timeline: %v while chromium ran; its processes and profile were removed\n", s)
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	defer func() {
+		close(done)
+		signal.Stop(sig)
+		if left := stopTree(); len(left) > 0 {
+			t.Errorf("chromium's processes %v are still alive after SIGKILL", left)
+		}
+	}()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
-	pgid := cmd.Process.Pid
-	// Helpers (zygotes, a crash handler) can outlive the browser's main process: the whole
-	// group goes, and the test reaps it (its orphans are this process's children, see
-	// subreaper) until none is left, so that the profile can be removed and no zombie stays.
-	defer func() {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		for i := 0; i < 200; i++ {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
-			if err == syscall.ECHILD || (pid == 0 && !groupAlive(pgid)) {
-				return
-			}
-			if pid == 0 {
-				time.Sleep(25 * time.Millisecond)
-			}
-		}
-		t.Errorf("chromium's process group %d is still alive after SIGKILL", pgid)
-	}()
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%s %s: %v (%s)\n%s", filepath.Base(bin), strings.Join(args, " "), err, ctx.Err(), lastLines(errb.String(), 10))
+		t.Fatalf("%s %s: %v (%v)\n%s", filepath.Base(bin), strings.Join(args, " "), err, ctx.Err(), lastLines(errb.String(), 10))
 	}
 	return out.Bytes()
 }
 
 // subreaper makes this process the parent of its descendants' orphans, so that the
-// browser's helpers, once their parent is gone, are reaped here rather than left as zombies
-// under a container's init that may never wait for them.
+// browser's helpers, once their parent is gone, are stopped and reaped here rather than left
+// running, or as zombies under a container's init that may never wait for them.
 func subreaper(t *testing.T) {
 	const prSetChildSubreaper = 36
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
@@ -91,21 +97,52 @@ func subreaper(t *testing.T) {
 	}
 }
 
-// groupAlive reports whether any process, zombies included, is in process group pgid.
-func groupAlive(pgid int) bool {
+// stopTree kills every descendant of this process and reaps its children until none is left
+// (for up to 5 s), and returns those still there. Only the rendering test starts processes in
+// this package's test binary, so every descendant is the browser's.
+func stopTree() []int {
+	var left []int
+	for i := 0; i < 200; i++ {
+		left = descendants(os.Getpid())
+		if len(left) == 0 {
+			return nil
+		}
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil) // only our children; others are reparented first
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return left
+}
+
+// descendants lists the processes, zombies included, below pid.
+func descendants(pid int) []int {
+	children := map[int][]int{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, d := range dirs {
 		b, err := os.ReadFile(d)
 		if err != nil {
 			continue
 		}
-		// The fields after the command name, which is in parentheses: state, ppid, pgrp.
+		// The fields after the command name, which is in parentheses: state, ppid.
 		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
-			return true
+		if len(f) < 2 {
+			continue
+		}
+		self, err1 := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+		parent, err2 := strconv.Atoi(f[1])
+		if err1 == nil && err2 == nil {
+			children[parent] = append(children[parent], self)
 		}
 	}
-	return false
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	return out
 }
 
 func lastLines(s string, n int) string {
