@@ -34,10 +34,11 @@ func TestLinearStress(t *testing.T) {
 	for _, q := range suttest.Queues(t) {
 		t.Run(q.Name, func(t *testing.T) {
 			in := suttest.Install(t, q)
-			res, err := linear.Stress(context.Background(), in, linear.StressConfig{Duration: *stressFor})
+			res, err := linear.Stress(context.Background(), in, linear.StressConfig{Duration: *stressFor, PassDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
+			checkMeasures(t, res)
 			t.Logf("%s (checked in %v)", res, res.CheckTime.Round(time.Millisecond))
 			if res.Failed() {
 				t.Fatalf("%s\n%s", res, res.Verdict.Explanation)
@@ -48,6 +49,32 @@ func TestLinearStress(t *testing.T) {
 				t.Fatalf("the run exercised too little to be a verdict: %s", c)
 			}
 		})
+	}
+}
+
+// checkMeasures: a stress run's report folder has its measures page, and the measures agree
+// with the run's own counts (a second way of counting the same history).
+func checkMeasures(t *testing.T, res *linear.Result) {
+	t.Helper()
+	for _, f := range []string{linear.ReportMeasures, linear.ReportMeasuresJSON, linear.ReportHistory} {
+		if st, err := os.Stat(filepath.Join(res.ReportDir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("the run's report folder has no %s: %v", f, err)
+		}
+	}
+	m, c := res.Measures, res.Counts
+	if m == nil {
+		t.Fatal("the run has no measures")
+	}
+	got := []int64{int64(m.Completions), int64(m.RejectedCompletions), int64(m.Attempts.Claims), int64(len(m.Faults))}
+	want := []int64{c.Completions, c.RejectedCompletions, c.Claims, int64(len(res.History.Faults))}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("measures count completions, rejected completions, claims, fault windows %v; the run's counts say %v", got, want)
+	}
+	if m.ClaimLatency.Count == 0 || m.ClaimLatency.P50 <= 0 || m.ClaimLatency.P99 < m.ClaimLatency.P50 || m.ReadyAge.Count == 0 {
+		t.Errorf("claim latency %+v, ready-job age %+v: a run that claimed jobs measured none", m.ClaimLatency, m.ReadyAge)
+	}
+	if c.Expiries > 0 && m.ExpiredRunningPeak == 0 {
+		t.Errorf("%d expiries, yet no job was ever counted running on an expired lease", c.Expiries)
 	}
 }
 

@@ -252,6 +252,7 @@ func (cp *campaign) report() *Report {
 		Counts:        t.Counts,
 		Failures:      cp.failures,
 		HarnessErrors: cp.harness,
+		Stress:        cp.tally.latestStress(),
 	}
 	if s := elapsed.Seconds(); s > 0 {
 		rep.ChecksPerS = float64(t.Checks) / s

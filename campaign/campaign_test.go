@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"pgqcheck/linear"
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
@@ -409,5 +410,28 @@ func TestCampaignStressFinding(t *testing.T) {
 	r, err := ReplayFile(context.Background(), nil, q, f.ReplayFile)
 	if err != nil || r.Held() || r.History.Violation == nil || propertyOf(r.History.Violation) != f.Property {
 		t.Errorf("re-checking the saved history: %+v, %v", r, err)
+	}
+	// The failing round's folder has its measures page, the report the round's measures, and
+	// the written report a copy of the page beside its JSON.
+	if _, err := os.Stat(filepath.Join(f.ReportDir, linear.ReportMeasures)); err != nil {
+		t.Errorf("the failing round's report folder has no measures page: %v", err)
+	}
+	st := rep.Stress
+	if st == nil || st.Measures == nil || st.Measures.ClaimLatency.Count == 0 || len(st.Measures.Faults) == 0 {
+		t.Fatalf("the report has no stress round's measures (or they saw no claim or no fault): %+v", st)
+	}
+	dir := t.TempDir()
+	path, err := rep.Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := strings.TrimSuffix(path, ".json") + "-measures.html"; rep.Stress.Page != page {
+		t.Errorf("the report's measures page is %q, want %q", rep.Stress.Page, page)
+	} else if b, err := os.ReadFile(page); err != nil || !bytes.Contains(b, []byte(`id="measures-table"`)) {
+		t.Errorf("the measures page beside the report: %v", err)
+	}
+	back, err := ReadReport(path)
+	if err != nil || back.Stress == nil || back.Stress.Measures.RejectedCompletions != st.Measures.RejectedCompletions {
+		t.Errorf("the stress round's measures did not survive the report's JSON: %+v, %v", back.Stress, err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
+	"pgqcheck/timeline"
 )
 
 // Property is a numbered property of the design reference, the one a finding breaks.
@@ -343,23 +344,27 @@ func replayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir str
 	return linear.ReplayInput(ctx, in, searchName(in.Queue.Name), cfg, data)
 }
 
-// stressOutcome is one stress run: what it exercised and, on a failure, the finding.
+// stressOutcome is one stress run: what it exercised, its measures and report folder, and, on
+// a failure, the finding.
 type stressOutcome struct {
-	Seed    uint64
-	Traffic time.Duration // how long the traffic ran (the drain and the check excluded)
-	Ops     int64
-	Counts  Counts
-	Finding *Finding
+	Seed      uint64
+	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
+	Ops       int64
+	Counts    Counts
+	Measures  *timeline.Measures
+	ReportDir string // the folder with its measures page: passDir, or a failure's own
+	Finding   *Finding
 }
 
 // runStress runs free-running concurrent traffic with injected faults for d, then a drain and
-// the checks. A failing run's report folder goes under reportDir.
-func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir string) (*stressOutcome, error) {
-	res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: d, Seed: seed, ReportDir: reportDir})
+// the checks. A failing run's report folder goes under reportDir; a passing one's is written
+// to passDir (replacing the one before) when passDir is set.
+func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir, passDir string) (*stressOutcome, error) {
+	res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: d, Seed: seed, ReportDir: reportDir, PassDir: passDir})
 	if err != nil {
 		return nil, err
 	}
-	o := &stressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts}
+	o := &stressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Measures: res.Measures, ReportDir: res.ReportDir}
 	if !res.Failed() {
 		return o, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/linear"
 	"pgqcheck/sut"
 )
 
@@ -169,19 +170,20 @@ func (stress) Start(ctx context.Context, w *Worker) (Hunter, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %v", dir, unwrapPath(err))
 	}
-	return &stressHunter{w: w, dir: dir}, nil
+	return &stressHunter{w: w, dir: dir, pass: filepath.Join(w.Saver.Reports, fmt.Sprintf("stress-latest-w%d", w.Index))}, nil
 }
 
 type stressHunter struct {
-	w   *Worker
-	dir string // where failing runs' report folders go
+	w    *Worker
+	dir  string // where failing runs' report folders go
+	pass string // the latest passing round's report folder, rewritten each round
 }
 
 func (h *stressHunter) Close() {}
 
 func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	begin := time.Now()
-	o, err := runStress(ctx, h.w.In, RoundSeed(h.w.Seed, h.w.Index, n), stressRound, h.dir)
+	o, err := runStress(ctx, h.w.In, RoundSeed(h.w.Seed, h.w.Index, n), stressRound, h.dir, h.pass)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -190,6 +192,10 @@ func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		h.w.Tally.AddOps(o.Ops)
 		o.Counts.StressRounds = 1
 		h.w.Tally.AddCounts(o.Counts)
+		if o.Measures != nil && o.ReportDir != "" {
+			h.w.Tally.setStress(&StressRound{Worker: h.w.Index, Round: n, Seed: o.Seed, ReportDir: o.ReportDir,
+				Page: filepath.Join(o.ReportDir, linear.ReportMeasures), Measures: o.Measures})
+		}
 	}
 	if err != nil || o.Finding == nil {
 		return nil, err

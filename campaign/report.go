@@ -2,8 +2,10 @@ package campaign
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,7 +13,9 @@ import (
 	"time"
 
 	"pgqcheck/internal/textfmt"
+	"pgqcheck/linear"
 	"pgqcheck/plan"
+	"pgqcheck/timeline"
 )
 
 // ReportFormat changes when a field changes meaning; readers refuse formats they do not know.
@@ -49,8 +53,21 @@ type Report struct {
 	Failures      []*Failure   `json:"failures"`
 	HarnessErrors []string     `json:"harness_errors,omitempty"`
 	ClaimCost     *plan.Report `json:"claim_cost,omitempty"` // property 10, when measured
+	Stress        *StressRound `json:"stress,omitempty"`     // the latest stress round's shape
 	Verdict       string       `json:"verdict"`              // held, violated, error
 	Shards        []string     `json:"shards,omitempty"`
+}
+
+// StressRound is one stress round's shape: the seed's operational measures, and the measures
+// page drawing its throughput, latency and fault windows over time. A campaign's report keeps
+// its latest stress round's (a failing round's page is also in its failure's report folder).
+type StressRound struct {
+	Worker    int                `json:"worker"`
+	Round     int                `json:"round"`
+	Seed      uint64             `json:"seed"`
+	ReportDir string             `json:"report_dir"`
+	Page      string             `json:"page"`
+	Measures  *timeline.Measures `json:"measures"`
 }
 
 // Verdicts.
@@ -235,6 +252,15 @@ func (r *Report) Summary(w io.Writer) {
 		}
 		p("    %-11s %2d %-22s %s %s%s", ps.Status, int(ps.Number), ps.Name, num(ps.Exercised), ps.ExercisedBy, extra)
 	}
+	if st := r.Stress; st != nil && st.Measures != nil {
+		p("  latest stress round (worker %d, round %d, seed %d):", st.Worker, st.Round, st.Seed)
+		for _, l := range strings.Split(strings.TrimRight(st.Measures.Summary(), "\n"), "\n") {
+			p("    %s", l)
+		}
+		if st.Page != "" {
+			p("    measures page: %s", st.Page)
+		}
+	}
 	if c := r.ClaimCost; c != nil {
 		p("  claim cost: %s", c.Verdict)
 		if c.Measurable {
@@ -268,7 +294,7 @@ func (r *Report) Summary(w io.Writer) {
 			p("    model now: %s", f.Model)
 		}
 		if f.ReportDir != "" {
-			p("    report: %s (%s, %s)", f.ReportDir, reportTimeline, reportVerdict)
+			p("    report: %s (%s, %s, %s)", f.ReportDir, reportTimeline, linear.ReportMeasures, reportVerdict)
 		}
 		if f.ProgramFile != "" {
 			p("    program: %s", f.ProgramFile)
@@ -302,6 +328,23 @@ func (r *Report) Summary(w io.Writer) {
 // and returns the JSON's path.
 func (r *Report) Write(dir string) (string, error) {
 	base := filepath.Join(dir, fmt.Sprintf("run-%s-%s", safeName(r.Queue.Name), r.Started.Format("20060102-150405")))
+	if st := r.Stress; st != nil && st.Page != "" {
+		// The page sits beside the report, where the next campaign's rounds do not rewrite it.
+		// A campaign run without a report folder has removed the round's folder by now.
+		page := base + "-measures.html"
+		b, err := os.ReadFile(st.Page)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			st.Page = ""
+		case err == nil:
+			if err := os.WriteFile(page, b, 0o644); err != nil {
+				return "", fmt.Errorf("writing %s: %v; pass a writable report folder", page, unwrapPath(err))
+			}
+			st.Page = page
+		default:
+			return "", fmt.Errorf("reading the stress round's measures page: %v", unwrapPath(err))
+		}
+	}
 	if err := WriteJSON(base+".json", r); err != nil {
 		return "", err
 	}
@@ -385,6 +428,9 @@ func Merge(paths []string, rs []*Report) (*Report, error) {
 		m.HarnessErrors = append(m.HarnessErrors, r.HarnessErrors...)
 		if m.ClaimCost == nil {
 			m.ClaimCost = r.ClaimCost // every shard measures the same queue the same way
+		}
+		if m.Stress == nil {
+			m.Stress = r.Stress // a shape to look at, not a sum: the first shard's
 		}
 		backends = appendNew(backends, r.Backend)
 		versions = appendNew(versions, r.ServerVersion)

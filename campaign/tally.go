@@ -20,6 +20,15 @@ type Tally struct {
 	shrinkRuns int64
 	shrinking  int // workers currently minimising a failure
 	counts     Counts
+	stress     *StressRound // the latest stress round that wrote a report folder
+}
+
+func (t *Tally) setStress(r *StressRound) { t.mu.Lock(); t.stress = r; t.mu.Unlock() }
+
+func (t *Tally) latestStress() *StressRound {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stress
 }
 
 // TallySnapshot is a copy of a Tally's numbers.

@@ -31,9 +31,11 @@ type Op struct {
 }
 
 // Fault is something the harness did to a session that is not a queue operation (a cancel, a
-// termination). Faults are shown on the timeline.
+// termination). Faults are shown on the timelines. Until is when a fault that lasts (a delay,
+// a stall) ended; an instant one leaves it 0.
 type Fault struct {
 	At     int64  `json:"at"`
+	Until  int64  `json:"until,omitempty"`
 	Kind   string `json:"kind"`
 	Target string `json:"target"`
 }

@@ -54,9 +54,11 @@ func FixedReportDir(root, name string) (string, error) {
 	return dir, os.MkdirAll(dir, 0o755)
 }
 
-// WriteReport writes a failing verdict's report folder: the history, the failing job's
-// operations, porcupine's timeline of that job alone (a whole history's timeline can run to
-// gigabytes), and a verdict with the commands that re-check the history.
+// WriteReport writes a verdict's report folder: the history, the measures page of the whole
+// run (throughput, latency and fault windows over time, and the seed's measures) with its
+// JSON, and a verdict with the commands that re-check the history. A failing verdict adds the
+// failing job's operations and porcupine's timeline of that job alone (a whole history's
+// timeline can run to gigabytes).
 func WriteReport(dir string, h *History, v *Verdict) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -64,11 +66,14 @@ func WriteReport(dir string, h *History, v *Verdict) error {
 	if err := h.Save(filepath.Join(dir, ReportHistory)); err != nil {
 		return err
 	}
+	if _, err := writeMeasures(dir, h); err != nil {
+		return err
+	}
 	job := v.Job
 	if job == 0 && v.Accounting != nil {
 		job = firstJob(v.Accounting)
 	}
-	var files []string
+	files := []string{ReportMeasures, ReportMeasuresJSON}
 	if job != 0 {
 		cut := CutToJob(h, job)
 		if err := cut.Save(filepath.Join(dir, ReportJob)); err != nil {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"pgqcheck/program"
 	"pgqcheck/sut"
+	"pgqcheck/timeline"
 )
 
 // StressConfig bounds a free-running stress run. Zero fields take the defaults.
@@ -26,6 +28,9 @@ type StressConfig struct {
 	Seed    uint64 // seeds the traffic's choices; 0 picks one (printed in the result)
 	// ReportDir is where a failing run writes its report folder (default os.TempDir()).
 	ReportDir string
+	// PassDir, when set, is the folder a passing run writes its report into (emptied first),
+	// so that a user sees the run's shape: its measures page and history.
+	PassDir string
 	// CheckTimeout bounds the linearizability check (default 60s).
 	CheckTimeout time.Duration
 }
@@ -64,7 +69,8 @@ type Result struct {
 	Counts    program.Counts
 	Verdict   *Verdict
 	History   *History
-	ReportDir string        // the report folder, when the verdict is a failure
+	ReportDir string // the report folder: the verdict's a failure, or PassDir was set
+	Measures  *timeline.Measures
 	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
 	CheckTime time.Duration
 }
@@ -187,7 +193,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	for _, c := range clients {
 		c.Close()
 	}
-	drainer, err := dial("drain")
+	drainer, err := dial(drainSession)
 	if err != nil {
 		return nil, err
 	}
@@ -209,18 +215,31 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	t0 := time.Now()
 	res.Verdict = Check(h, cfg.CheckTimeout)
 	res.CheckTime = time.Since(t0)
-	if !res.Verdict.OK {
-		dir, err := NewReportDir(cfg.ReportDir, "stress-"+in.Queue.Name)
-		if err == nil {
-			err = WriteReport(dir, h, res.Verdict)
+	res.Measures = h.Measures()
+	var dir string
+	switch {
+	case !res.Verdict.OK:
+		dir, err = NewReportDir(cfg.ReportDir, "stress-"+in.Queue.Name)
+	case cfg.PassDir != "":
+		dir = cfg.PassDir
+		if err = os.RemoveAll(dir); err == nil {
+			err = os.MkdirAll(dir, 0o755)
 		}
-		if err != nil {
-			return res, fmt.Errorf("writing the report: %w", err)
-		}
-		res.ReportDir = dir
+	default:
+		return res, nil
 	}
+	if err == nil {
+		err = WriteReport(dir, h, res.Verdict)
+	}
+	if err != nil {
+		return res, fmt.Errorf("writing the report: %w", err)
+	}
+	res.ReportDir = dir
 	return res, nil
 }
+
+// drainSession names the session that drains a stress run's queue at its end.
+const drainSession = "drain"
 
 // Throughput measures what recording costs: workers each loop enqueue, claim, complete on
 // their own connections for d, with every operation recorded or with the same statements run

@@ -51,7 +51,7 @@ func init() {
 		{"walkthrough", "[-o evidence.json] [--sql-dir DIR | --queue NAME]", "reproduce the seed's walkthrough and write its evidence", runWalkthrough, walkthroughDetails},
 		{"run", "--duration 10m [--sql-dir DIR | --queue NAME] [--workers N] [--seed S] [--report DIR] [--mode all|sequential|stress|scheduled]", "search a queue for violations for a while, saving every failure for go test", runCampaign, runDetails},
 		{"replay", "FILE [--sql-dir DIR | --queue NAME]", "replay a saved case (an .ops program, a FuzzScheduled input or a history) against a queue", runReplay, replayDetails},
-		{"check-history", "FILE [-html OUT.html]", "re-check a saved concurrent history for linearizability", runCheckHistory, checkHistoryDetails},
+		{"check-history", "FILE [-html OUT.html] [-measures OUT.html]", "re-check a saved concurrent history for linearizability", runCheckHistory, checkHistoryDetails},
 		{"mutants", "[--dir testdata/mutants] [--run REGEXP] [--budget 1m]", "prove the suite catches every mutant and passes every correct built-in queue", runMutants, mutantsDetails},
 		{"report", "FILE... | -merge OUT.json FILE...", "print the summary of saved run reports, or merge shard reports", runReport, reportDetails},
 		{"matrix", "[--servers IMAGE,...] [--duration 20s] [--out matrix.md]", "run the walkthrough, each built-in queue's verdict and the kill table on several PostgreSQL versions", runMatrix, matrixDetails},

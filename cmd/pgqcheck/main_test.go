@@ -86,6 +86,8 @@ func TestUsageErrors(t *testing.T) {
 		{"replay unreadable", "", []string{"replay", filepath.Join(dir, "nope.ops")}, "cannot be read"},
 		{"replay not a program", "", []string{"replay", file}, "is not an .ops program"},
 		{"check-history not a history", "", []string{"check-history", file}, "is not a history"},
+		{"measures of not a history", "", []string{"check-history", file, "-measures", filepath.Join(dir, "m.html")}, "is not a history"},
+		{"measures into a folder", "", []string{"check-history", file, "-measures", dir}, "-measures " + dir + " is a folder"},
 		{"unreachable DSN", "", []string{"walkthrough", "-o", filepath.Join(dir, "e.json")}, "PGQCHECK_DSN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,6 +116,25 @@ func TestHelp(t *testing.T) {
 	}
 	if r := pgqcheck(t, "-h"); r.code != exitHeld || !strings.Contains(r.stdout, "replay") {
 		t.Errorf("-h: exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+}
+
+// TestCheckHistoryMeasures draws a saved stress history's measures page: the measures are
+// printed, the page is written and holds the measures table and a shaded fault window for each
+// of the history's faults, and the verdict still decides the exit status.
+func TestCheckHistoryMeasures(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "m.html")
+	r := pgqcheck(t, "check-history", moduleDir(t, "testdata/histories/seed-stress.json"), "-measures", page)
+	if r.code != exitHeld || !strings.Contains(r.stdout, "claim latency p50") || !strings.Contains(r.stdout, "measures: "+page) || !strings.Contains(r.stdout, "ok: every job's history") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// seed-stress.json records 3 faults; each is shaded in the three charts.
+	if n := bytes.Count(b, []byte(`<rect class="fault"`)); !bytes.Contains(b, []byte(`id="measures-table"`)) || n != 9 {
+		t.Errorf("the page has %d fault rectangles (want 9) or no measures table", n)
 	}
 }
 

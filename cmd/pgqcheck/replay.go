@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"pgqcheck/campaign"
 	"pgqcheck/sut/pgserver"
@@ -54,13 +55,17 @@ const checkHistoryDetails = `FILE is a history JSON written by a stress or sched
 its report folder). It is checked again, without Postgres: every job's operations must have a
 linearization consistent with the sequential specification, and a drained history must account
 for every job. With -html, porcupine's timeline is written: of the failing job when the check
-fails, else of the whole history when it is small enough to draw. Exit status 1 if the history
-breaks a property.
+fails, else of the whole history when it is small enough to draw. With -measures, the run's
+measures page is written first (any size of history): throughput and latency per operation
+kind over time with the fault windows shaded, and the seed's measures (claim latency, ready-job
+age, expired-running count, attempts per job, rejected completions); its measures are printed.
+Exit status 1 if the history breaks a property.
 `
 
 func runCheckHistory(c *cli, args []string) error {
 	fs := c.flags("check-history")
 	html := fs.String("html", "", "write porcupine's timeline to this file")
+	measures := fs.String("measures", "", "write the run's measures page (an HTML file) to this file")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -76,6 +81,23 @@ func runCheckHistory(c *cli, args []string) error {
 		if out, err = writableFile("check-history", "-html", *html); err != nil {
 			return err
 		}
+	}
+	if *measures != "" {
+		page, err := writableFile("check-history", "-measures", *measures)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		m, err := campaign.MeasuresPage(pos[0], page)
+		if err != nil {
+			return inputError("check-history", err)
+		}
+		took := time.Since(start)
+		size := int64(0)
+		if st, err := os.Stat(page); err == nil {
+			size = st.Size()
+		}
+		fmt.Fprintf(c.stdout, "%smeasures: %s (%d statements, %.0f KB, read and drawn in %s)\n", m.Summary(), page, m.Ops, float64(size)/1024, took.Round(time.Millisecond))
 	}
 	r, err := campaign.ReplayHistory(pos[0], out)
 	if r == nil {
