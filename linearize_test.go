@@ -15,6 +15,7 @@ import (
 
 	"pgqcheck/campaign"
 	"pgqcheck/linear"
+	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
 	"pgqcheck/sut/pgserver"
@@ -40,9 +41,15 @@ func TestLinearStress(t *testing.T) {
 			}
 			checkMeasures(t, res)
 			t.Logf("%s (checked in %v)", res, res.CheckTime.Round(time.Millisecond))
+			verdicts := program.NewVerdicts(q.Shape(), program.ConcurrentProperties...)
+			verdicts.NotPromised[model.PFencing] = int(res.Counts.NotPromised)
 			if res.Failed() {
-				t.Fatalf("%s\n%s", res, res.Verdict.Explanation)
+				if v := res.Verdict.Violation; v != nil {
+					verdicts.Violated[v.Property] = true
+				}
+				t.Fatalf("%s\n%s\nverdict on %s:\n%s", res, res.Verdict.Explanation, q.Name, verdicts)
 			}
+			t.Logf("verdict on %s:\n%s", q.Name, verdicts)
 			// A run that never reclaimed, refused or expired anything, or took no lease that
 			// ends by itself, proves little.
 			if c := res.Counts; c.Completions == 0 || c.RejectedCompletions == 0 || c.Expiries == 0 || c.TimedClaims == 0 || c.Locks == 0 && q.Lock != "" {
@@ -92,6 +99,7 @@ func TestLinearScheduled(t *testing.T) {
 			// A failure is kept as a scheduled program in the corpus, where TestPropPrograms
 			// replays it on every go test, after its operations are reduced.
 			var first string // the first failing run's program, saved before any shrinking
+			notPromised := 0
 			check := func(rt *rapid.T) {
 				returned := false
 				defer func() {
@@ -100,6 +108,7 @@ func TestLinearScheduled(t *testing.T) {
 					}
 				}()
 				s.Property(rt)
+				notPromised += int(s.Counts.NotPromised)
 				returned = true
 			}
 			defer func() {
@@ -111,6 +120,11 @@ func TestLinearScheduled(t *testing.T) {
 				}
 			}()
 			rapid.Check(t, check)
+			if !t.Failed() {
+				verdicts := program.NewVerdicts(q.Shape(), program.ConcurrentProperties...)
+				verdicts.NotPromised[model.PFencing] = notPromised
+				t.Logf("verdict on %s:\n%s", q.Name, verdicts)
+			}
 		})
 	}
 }

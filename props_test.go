@@ -12,6 +12,7 @@ import (
 
 	"pgqcheck/corpus"
 	"pgqcheck/internal/testflags"
+	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
@@ -89,6 +90,13 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 		f := program.ReduceNotPromised(ctx, env, env.NotPromised[0], *reduceFor)
 		verdicts.NotPromised[f.Property()] = n
 		t.Logf("not promised: %d %s observed; the first, reduced:\n%s", n, program.NotPromisedWhat(f.Property(), n), f)
+		if len(f.Program.Ops) > 6 {
+			t.Errorf("the not-promised finding reduced to %d operations; the stale completion needs at most 5", len(f.Program.Ops))
+		}
+	} else if !q.Shape().Promised(model.PFencing) {
+		// Measured, or the table's "not promised: 0" would say the queue fences when the draws
+		// merely never tried it.
+		t.Errorf("%d checks on a queue that does not promise fencing saw no stale completion", rapidChecks())
 	}
 	t.Logf("verdict on %s:\n%s", q.Name, verdicts)
 	// A real-time property that let no lease run out by itself judged nothing in real time.

@@ -240,7 +240,7 @@ func (cp *campaign) report() *Report {
 		Backend:       string(srv.Backend),
 		ServerVersion: srv.Version,
 		Where:         srv.Where,
-		Queue:         QueueInfo{Name: q.Name, Source: q.Source, Dir: q.Dir(), Order: string(q.Order)},
+		Queue:         QueueInfo{Name: q.Name, Source: q.Source, Dir: q.Dir(), Order: string(q.Order), Shape: q.Shape()},
 		Mode:          cp.cfg.Mode.Name(),
 		Workers:       max(1, cp.cfg.Workers),
 		Seed:          cp.cfg.Seed,
@@ -253,6 +253,7 @@ func (cp *campaign) report() *Report {
 		Failures:      cp.failures,
 		HarnessErrors: cp.harness,
 		Stress:        cp.tally.latestStress(),
+		NotPromised:   cp.tally.firstNotPromised(),
 	}
 	if s := elapsed.Seconds(); s > 0 {
 		rep.ChecksPerS = float64(t.Checks) / s

@@ -435,3 +435,38 @@ func TestCampaignStressFinding(t *testing.T) {
 		t.Errorf("the stress round's measures did not survive the report's JSON: %+v, %v", back.Stress, err)
 	}
 }
+
+// TestCampaignReportsNotPromised: an at-least-once queue, which declares that it does not fence
+// completions, passes its campaign; the report counts the stale completions it accepted as not
+// promised and shows the first one with its reduced program, and saves no case. The same
+// campaign on the seed sees none.
+func TestCampaignReportsNotPromised(t *testing.T) {
+	t.Parallel()
+	q, err := sut.LoadDir("../testdata/queues/at-least-once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	rep, out := run(t, context.Background(), Config{Queue: q, Mode: mode(t, "sequential,stress"), Seed: 11, Duration: 6 * time.Second, ShrinkTime: 2 * time.Second, Root: root})
+	if rep.Verdict != VerdictHeld || rep.Counts.NotPromised == 0 || rep.NotPromised == nil {
+		t.Fatalf("verdict %s, %d not promised, example %v\n%s", rep.Verdict, rep.Counts.NotPromised, rep.NotPromised, out)
+	}
+	if f := rep.NotPromised; f.Property != PFencing || f.Trace == "" || strings.Count(f.Program, "\n") > 6 {
+		t.Errorf("the example is property %d with a program of %d lines:\n%s", f.Property, strings.Count(f.Program, "\n"), f.Program)
+	}
+	for _, p := range rep.Properties {
+		if p.Number == PFencing && (p.Status != StatusNotPromised || p.Exercised != rep.Counts.NotPromised) {
+			t.Errorf("fencing: %s, %d exercised; want %s, %d", p.Status, p.Exercised, StatusNotPromised, rep.Counts.NotPromised)
+		}
+	}
+	if !strings.Contains(out, "not promised") {
+		t.Errorf("the summary does not say what was not promised:\n%s", out)
+	}
+	if files, _ := filepath.Glob(filepath.Join(root, "testdata", "*", "*", "*")); len(files) > 0 {
+		t.Errorf("a campaign that held saved cases: %v", files)
+	}
+	seed, out := run(t, context.Background(), Config{Queue: sut.MustBuiltin("seed"), Mode: mode(t, "sequential"), Seed: 11, Duration: 2 * time.Second, Root: root})
+	if seed.Counts.NotPromised != 0 || seed.NotPromised != nil {
+		t.Errorf("the seed, which promises fencing, has %d not-promised findings\n%s", seed.Counts.NotPromised, out)
+	}
+}

@@ -230,6 +230,11 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 		t.Repeat(actions)
 		completed = true
 	})
+	if len(env.NotPromised) > 0 && !tally.hasNotPromised() {
+		np := program.ReduceNotPromised(ctx, env, env.NotPromised[0], e.reduce)
+		tally.sawNotPromised(newFailure(np, string(np.Mode), 0, 0, rs.Seed))
+	}
+	env.NotPromised = nil
 	if !st.Failed {
 		return nil, st, nil
 	}
@@ -354,6 +359,8 @@ type stressOutcome struct {
 	Measures  *timeline.Measures
 	ReportDir string // the folder with its measures page: passDir, or a failure's own
 	Finding   *Finding
+	// NotPromised is the first thing the run saw the queue do that it does not promise.
+	NotPromised *Finding
 }
 
 // runStress runs free-running concurrent traffic with injected faults for d, then a drain and
@@ -365,6 +372,9 @@ func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Durat
 		return nil, err
 	}
 	o := &stressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Measures: res.Measures, ReportDir: res.ReportDir}
+	if np := res.Verdict.NotPromised; len(np) > 0 {
+		o.NotPromised = &Finding{Violation: np[0], Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir}
+	}
 	if !res.Failed() {
 		return o, nil
 	}

@@ -192,6 +192,9 @@ func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		h.w.Tally.AddOps(o.Ops)
 		o.Counts.StressRounds = 1
 		h.w.Tally.AddCounts(o.Counts)
+		if o.NotPromised != nil {
+			h.w.Tally.sawNotPromised(newFailure(o.NotPromised, "stress", h.w.Index, n, o.Seed))
+		}
 		if o.Measures != nil && o.ReportDir != "" {
 			h.w.Tally.setStress(&StressRound{Worker: h.w.Index, Round: n, Seed: o.Seed, ReportDir: o.ReportDir,
 				Page: filepath.Join(o.ReportDir, linear.ReportMeasures), Measures: o.Measures})

@@ -14,7 +14,9 @@ import (
 
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear"
+	"pgqcheck/model"
 	"pgqcheck/plan"
+	"pgqcheck/program"
 	"pgqcheck/timeline"
 )
 
@@ -51,6 +53,9 @@ type Report struct {
 	Counts        Counts       `json:"counts"`
 	Properties    []*PropStat  `json:"properties"`
 	Failures      []*Failure   `json:"failures"`
+	// NotPromised is the first thing the queue was seen doing that it does not promise, with
+	// its reduced program (sequential mode) or the job's history (concurrent modes).
+	NotPromised *Failure `json:"not_promised,omitempty"`
 	HarnessErrors []string     `json:"harness_errors,omitempty"`
 	ClaimCost     *plan.Report `json:"claim_cost,omitempty"` // property 10, when measured
 	Stress        *StressRound `json:"stress,omitempty"`     // the latest stress round's shape
@@ -83,6 +88,8 @@ type QueueInfo struct {
 	Source string `json:"source"`
 	Dir    string `json:"dir,omitempty"` // absolute folder; empty for a built-in
 	Order  string `json:"claim_order"`
+	// Shape is what the queue declares about itself: what is judged, what is not promised.
+	Shape model.Shape `json:"shape,omitempty"`
 }
 
 // PropStat is one property's outcome in a run.
@@ -100,6 +107,11 @@ const (
 	StatusHeld       = "held"
 	StatusViolated   = "violated"
 	StatusNotChecked = "not checked"
+	// StatusNotPromised: the queue declares it does not make this promise; what it did against
+	// it is counted (Exercised) and shown, and fails nothing.
+	StatusNotPromised = "not promised"
+	// StatusNotJudged: the queue's shape has nothing to judge (no generation counter).
+	StatusNotJudged = "not judged"
 	StatusFlat       = "flat"
 	StatusGrows      = "GROWS"
 )
@@ -198,6 +210,13 @@ func (r *Report) fillProperties(checked []Property) {
 			}
 		}
 		ps.Exercised, ps.ExercisedBy = exercised(p, r)
+		switch sh := r.Queue.Shape; {
+		case !sh.Judged(p):
+			ps.Status, ps.ExercisedBy = StatusNotJudged, ps.ExercisedBy+"; the queue declares no generation counter"
+		case !sh.Promised(p) && ps.Status != StatusViolated && ps.Status != StatusNotChecked:
+			ps.Status = StatusNotPromised
+			ps.Exercised, ps.ExercisedBy = r.Counts.NotPromised, program.NotPromisedWhat(p, int(r.Counts.NotPromised))+" observed (the queue declares it does not fence completions)"
+		}
 		r.Properties = append(r.Properties, ps)
 	}
 }
@@ -250,7 +269,15 @@ func (r *Report) Summary(w io.Writer) {
 		if ps.Failures > 0 {
 			extra = fmt.Sprintf(", %d failure(s)", ps.Failures)
 		}
-		p("    %-11s %2d %-22s %s %s%s", ps.Status, int(ps.Number), ps.Name, num(ps.Exercised), ps.ExercisedBy, extra)
+		p("    %-12s %2d %-22s %s %s%s", ps.Status, int(ps.Number), ps.Name, num(ps.Exercised), ps.ExercisedBy, extra)
+	}
+	if f := r.NotPromised; f != nil {
+		p("  not promised, first seen (%s mode, worker %d): %s", f.Mode, f.Worker, f.Verdict)
+		if f.Trace != "" {
+			for _, l := range strings.Split(strings.TrimRight(f.Trace, "\n"), "\n") {
+				p("    %s", l)
+			}
+		}
 	}
 	if st := r.Stress; st != nil && st.Measures != nil {
 		p("  latest stress round (worker %d, round %d, seed %d):", st.Worker, st.Round, st.Seed)
@@ -316,7 +343,11 @@ func (r *Report) Summary(w io.Writer) {
 	}
 	switch r.Verdict {
 	case VerdictHeld:
-		p("  verdict: every checked property held")
+		if n := r.Counts.NotPromised; n > 0 {
+			p("  verdict: every promised property held (not promised: %s observed)", num(n))
+		} else {
+			p("  verdict: every checked property held")
+		}
 	case VerdictViolated:
 		p("  verdict: VIOLATED (%d failure(s))", len(r.Failures))
 	default:
@@ -425,6 +456,9 @@ func Merge(paths []string, rs []*Report) (*Report, error) {
 		m.OpsPerS += r.OpsPerS
 		m.Counts.Add(r.Counts)
 		m.Failures = append(m.Failures, r.Failures...)
+		if m.NotPromised == nil {
+			m.NotPromised = r.NotPromised
+		}
 		m.HarnessErrors = append(m.HarnessErrors, r.HarnessErrors...)
 		if m.ClaimCost == nil {
 			m.ClaimCost = r.ClaimCost // every shard measures the same queue the same way

@@ -21,7 +21,28 @@ type Tally struct {
 	shrinking  int // workers currently minimising a failure
 	counts     Counts
 	stress     *StressRound // the latest stress round that wrote a report folder
+	// notPromised is the first thing the queue was seen doing that it does not promise.
+	notPromised *Failure
 }
+
+// sawNotPromised keeps f if it is the first not-promised finding, and reports whether it was.
+func (t *Tally) sawNotPromised(f *Failure) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.notPromised != nil {
+		return false
+	}
+	t.notPromised = f
+	return true
+}
+
+func (t *Tally) firstNotPromised() *Failure {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.notPromised
+}
+
+func (t *Tally) hasNotPromised() bool { return t.firstNotPromised() != nil }
 
 func (t *Tally) setStress(r *StressRound) { t.mu.Lock(); t.stress = r; t.mu.Unlock() }
 

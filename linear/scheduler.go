@@ -207,6 +207,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 	s.Counts = CountOps(h)
 	s.Counts.RealPauses, s.Counts.PausedMillis = int64(r.pauses), r.slept.Milliseconds()
 	v := Check(h, s.cfg.CheckTimeout)
+	s.Counts.NotPromised = int64(len(v.NotPromised))
 	if s.cfg.Trace != nil {
 		fmt.Fprintf(s.cfg.Trace, "%s%s\n\n", h.Program, v)
 	}

@@ -215,6 +215,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	t0 := time.Now()
 	res.Verdict = Check(h, cfg.CheckTimeout)
 	res.CheckTime = time.Since(t0)
+	res.Counts.NotPromised = int64(len(res.Verdict.NotPromised))
 	res.Measures = h.Measures()
 	var dir string
 	switch {

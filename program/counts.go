@@ -33,6 +33,9 @@ type Counts struct {
 	PausedMillis         int64 `json:"paused_ms"`    // how long they paused in all
 	TxnClaims            int64 `json:"txn_claims"`   // claims inside a transaction operation
 	Errors               int64 `json:"errors"`       // statements that failed (property 9)
+	// NotPromised counts what the queue did that it declares it does not promise (stale
+	// completions of an at-least-once queue): measured, reported, failing nothing.
+	NotPromised int64 `json:"not_promised,omitempty"`
 	// What only concurrent histories show.
 	Ops        int64 `json:"ops,omitempty"`         // recorded operations, observations included
 	Snapshots  int64 `json:"snapshots,omitempty"`   // snapshot statements
@@ -59,6 +62,9 @@ func (c Counts) String() string {
 	if c.ClaimWaits > 0 {
 		s += fmt.Sprintf("; observed %d claim(s) waiting behind an injected row lock", c.ClaimWaits)
 	}
+	if c.NotPromised > 0 {
+		s += fmt.Sprintf("; not promised: %d observed", c.NotPromised)
+	}
 	return s
 }
 
@@ -77,6 +83,7 @@ func (c *Counts) Add(o Counts) {
 	c.Cancels += o.Cancels
 	c.Terminates += o.Terminates
 	c.Crashes += o.Crashes
+	c.NotPromised += o.NotPromised
 	c.Drains += o.Drains
 	c.DrainedJobs += o.DrainedJobs
 	c.ShortLeases += o.ShortLeases

@@ -179,6 +179,7 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 	e.Ops = append(e.Ops, op)
 	if v := e.unpromised; v != nil {
 		e.unpromised = nil
+		e.Counts.NotPromised++
 		e.NotPromised = append(e.NotPromised, &Finding{Violation: v, Queue: e.In.Queue.Name, Source: e.In.Queue.Source, Mode: Sequential,
 			Program: &Program{Header: map[string]string{}, Ops: e.Executed()}, Trace: e.Program(), Model: e.Model.String()})
 	}
