@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"pgqcheck/model"
 	"pgqcheck/sut"
@@ -46,6 +47,17 @@ func TestLoadDirErrors(t *testing.T) {
 		{"two statements", map[string]string{sut.FileExpire: "SELECT 1; SELECT 2"}, "expire.sql: holds more than one statement"},
 		{"bad json", map[string]string{sut.FileConfig: "{claim_order: any}"}, "queue.json: not valid"},
 		{"unknown order", map[string]string{sut.FileConfig: `{"claim_order": "fifo"}`}, `claim_order "fifo" is unknown`},
+		{"unknown key", map[string]string{sut.FileConfig: `{"visibility": "30s"}`}, `queue.json: not valid (json: unknown field "visibility"); it is one JSON object with any of the keys`},
+		{"bad lease", map[string]string{sut.FileConfig: `{"lease": "soon"}`}, `lease "soon" is not a positive duration`},
+		{"negative lease", map[string]string{sut.FileConfig: `{"lease": "-1s"}`}, `lease "-1s" is not a positive duration`},
+		{"generation not a bool", map[string]string{sut.FileConfig: `{"generation": "no"}`}, `queue.json: not valid`},
+		{"unknown done", map[string]string{sut.FileConfig: `{"done": "archived"}`}, `done "archived" is unknown; use "kept"`},
+		{"unknown ids", map[string]string{sut.FileConfig: `{"ids": "uuid"}`}, `ids "uuid" is unknown; use "integer"`},
+		{"unknown reclaim", map[string]string{sut.FileConfig: `{"reclaim": "sweeper"}`}, `reclaim "sweeper" is unknown`},
+		{"rescue without rescue.sql", map[string]string{sut.FileConfig: `{"reclaim": "rescue"}`}, `rescue.sql: missing; queue.json declares "reclaim": "rescue"`},
+		{"unknown promise", map[string]string{sut.FileConfig: `{"promises": {"exactly-once": false}}`}, `promises names "exactly-once", which is no property`},
+		{"promise that cannot be left out", map[string]string{sut.FileConfig: `{"promises": {"mutual exclusion": false}}`}, `promises leaves out property 2 (mutual exclusion); only fencing may be left out`},
+		{"two rescue statements", map[string]string{sut.FileRescue: "SELECT 1; SELECT 2"}, "rescue.sql: holds more than one statement"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := sut.LoadDir(copySeed(t, c.edits))
@@ -79,6 +91,17 @@ func TestLoadDirAccepts(t *testing.T) {
 	}
 	if q.Order != model.Any || q.Lock != "" || strings.HasSuffix(q.Expire, ";") {
 		t.Fatalf("loaded %+v", q)
+	}
+	q, err = sut.LoadDir(copySeed(t, map[string]string{
+		sut.FileConfig: `{"lease": "1h", "generation": false, "done": "deleted", "ids": "opaque", "reclaim": "rescue", "promises": {"fencing": false, "mutual-exclusion": true}}`,
+		sut.FileRescue: "UPDATE jobs SET state='ready' WHERE state='running' AND lease_until < clock_timestamp() RETURNING id",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sut.Declared{FixedLease: time.Hour, NoGeneration: true, DoneDeleted: true, OpaqueIDs: true, RescueOnly: true, Unfenced: true}
+	if q.Declared != want || q.Rescue == "" {
+		t.Fatalf("declared %+v, want %+v", q.Declared, want)
 	}
 }
 

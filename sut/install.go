@@ -183,13 +183,13 @@ func (in *Installed) checkParams(s shape, oids []uint32) error {
 			want++
 		}
 	}
+	got := fmt.Sprint(len(oids))
 	switch {
-	case s.file == FileClaim && len(oids) == want+1:
-		if !textOIDs[oids[want]] {
-			return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("parameter $%d has type oid %d; a claim's last parameter, when there is one more than the lease, is the worker's name (text)", want+1, oids[want])}
-		}
+	case s.file == FileClaim && len(oids) == want+1 && textOIDs[oids[want]]:
 		in.claimWorker = true
 		return nil
+	case s.file == FileClaim && len(oids) == want+1:
+		got += fmt.Sprintf(" ($%d of type oid %d)", want+1, oids[want])
 	case s.file == FileComplete:
 		want += in.tokenCols
 	}
@@ -211,7 +211,7 @@ func (in *Installed) checkParams(s shape, oids []uint32) error {
 	default:
 		passes = fmt.Sprintf("%d (%s)", want, contractLine(s.file))
 	}
-	return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("takes %d parameters; the contract passes %s", len(oids), passes)}
+	return &ContractError{in.Queue.Source, s.file, fmt.Sprintf("takes %s parameters; the contract passes %s", got, passes)}
 }
 
 func (in *Installed) checkCols(s shape, fields []pgconn.FieldDescription) error {

@@ -53,6 +53,13 @@ func TestInstallValidates(t *testing.T) {
 		{"complete no params", map[string]string{sut.FileComplete: "SELECT 1"}, "complete.sql: takes 0 parameters; the contract passes 2"},
 		{"snapshot text lease", map[string]string{sut.FileSnapshot: "SELECT id, state, generation, 'yes' FROM jobs ORDER BY id"}, "snapshot.sql: column 4"},
 		{"enqueue text id", map[string]string{sut.FileEnqueue: "INSERT INTO jobs(payload) VALUES ($1) RETURNING state"}, "enqueue.sql: column 1 (state)"},
+		{"uuid id undeclared", map[string]string{sut.FileEnqueue: "INSERT INTO jobs(payload) VALUES ($1) RETURNING gen_random_uuid() AS id"}, `enqueue.sql: column 1 (id) has type oid 2950; the contract expects an integer id (for uuid or text ids declare "ids": "opaque" in queue.json)`},
+		{"worker name not text", map[string]string{sut.FileClaim: strings.Replace(sut.MustBuiltin("seed").Claim, "$1::interval", "$1::interval + $2::int * interval '0 s'", 1)}, "claim.sql: takes 2 ($2 of type oid 23) parameters; the contract passes $1 lease length (interval), then optionally the worker's name (text)"},
+		{"claim takes a lease the queue fixes", map[string]string{sut.FileConfig: `{"lease": "30s"}`}, "claim.sql: takes 1 ($1 of type oid 1186) parameters; the contract passes no lease (queue.json fixes it)"},
+		{"token not handed to complete", map[string]string{sut.FileClaim: strings.Replace(sut.MustBuiltin("seed").Claim, "RETURNING j.id,j.generation", "RETURNING j.id, j.generation, j.lease_until", 1)}, "complete.sql: takes 2 parameters; the contract passes 3: id, generation, then the 1 token column(s) claim.sql returns"},
+		{"no generation, snapshot still has it", map[string]string{sut.FileConfig: `{"generation": false}`, sut.FileClaim: strings.Replace(sut.MustBuiltin("seed").Claim, "RETURNING j.id,j.generation", "RETURNING j.id", 1), sut.FileComplete: strings.ReplaceAll(sut.MustBuiltin("seed").Complete, "AND generation=$2", "")}, "snapshot.sql: returns 4 columns; the contract expects 3: id, state, lease_live"},
+		{"rescue returns no id", map[string]string{sut.FileRescue: "UPDATE jobs SET state='ready' WHERE state='running' AND lease_until < clock_timestamp() RETURNING state"}, "rescue.sql: column 1 (state)"},
+		{"rescue takes a parameter", map[string]string{sut.FileRescue: "UPDATE jobs SET state='ready' WHERE lease_until < $1 RETURNING id"}, "rescue.sql: takes 1 parameters; the contract passes 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := installErr(t, copySeed(t, c.edits))
