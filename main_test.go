@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	_ "pgqcheck/goqueues" // the Go queues and their mutants
 	"pgqcheck/internal/testflags"
 	"pgqcheck/sut/pgserver"
 )

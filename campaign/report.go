@@ -28,34 +28,34 @@ const ReportFormat = 2
 // Report is a campaign's result: where it ran, what it exercised, what held and what failed,
 // and how to replay each failure.
 type Report struct {
-	Format        int          `json:"format"`
-	Tool          string       `json:"tool"`
-	Started       time.Time    `json:"started"`
-	Finished      time.Time    `json:"finished"`
-	ElapsedS      float64      `json:"elapsed_s"`
-	Requested     string       `json:"requested_duration,omitempty"`
-	StopReason    string       `json:"stop_reason"`
-	Interrupted   bool         `json:"interrupted,omitempty"`
-	Backend       string       `json:"backend"`
-	ServerVersion string       `json:"server_version"`
-	Where         string       `json:"where"`
-	Queue         QueueInfo    `json:"queue"`
-	Mode          string       `json:"mode"`
-	Workers       int          `json:"workers"`
-	Seed          uint64       `json:"seed"`
-	ReplayRoot    string       `json:"replay_root"`
-	Checks        int64        `json:"checks"`
-	Ops           int64        `json:"ops"`
-	Histories     int64        `json:"histories"`
-	ShrinkRuns    int64        `json:"shrink_runs"`
-	ChecksPerS    float64      `json:"checks_per_s"`
-	OpsPerS       float64      `json:"ops_per_s"`
-	Counts        Counts       `json:"counts"`
-	Properties    []*PropStat  `json:"properties"`
-	Failures      []*Failure   `json:"failures"`
+	Format        int         `json:"format"`
+	Tool          string      `json:"tool"`
+	Started       time.Time   `json:"started"`
+	Finished      time.Time   `json:"finished"`
+	ElapsedS      float64     `json:"elapsed_s"`
+	Requested     string      `json:"requested_duration,omitempty"`
+	StopReason    string      `json:"stop_reason"`
+	Interrupted   bool        `json:"interrupted,omitempty"`
+	Backend       string      `json:"backend"`
+	ServerVersion string      `json:"server_version"`
+	Where         string      `json:"where"`
+	Queue         QueueInfo   `json:"queue"`
+	Mode          string      `json:"mode"`
+	Workers       int         `json:"workers"`
+	Seed          uint64      `json:"seed"`
+	ReplayRoot    string      `json:"replay_root"`
+	Checks        int64       `json:"checks"`
+	Ops           int64       `json:"ops"`
+	Histories     int64       `json:"histories"`
+	ShrinkRuns    int64       `json:"shrink_runs"`
+	ChecksPerS    float64     `json:"checks_per_s"`
+	OpsPerS       float64     `json:"ops_per_s"`
+	Counts        Counts      `json:"counts"`
+	Properties    []*PropStat `json:"properties"`
+	Failures      []*Failure  `json:"failures"`
 	// NotPromised is the first thing the queue was seen doing that it does not promise, with
 	// its reduced program (sequential mode) or the job's history (concurrent modes).
-	NotPromised *Failure `json:"not_promised,omitempty"`
+	NotPromised   *Failure     `json:"not_promised,omitempty"`
 	HarnessErrors []string     `json:"harness_errors,omitempty"`
 	ClaimCost     *plan.Report `json:"claim_cost,omitempty"` // property 10, when measured
 	Stress        *StressRound `json:"stress,omitempty"`     // the latest stress round's shape
@@ -112,8 +112,8 @@ const (
 	StatusNotPromised = "not promised"
 	// StatusNotJudged: the queue's shape has nothing to judge (no generation counter).
 	StatusNotJudged = "not judged"
-	StatusFlat       = "flat"
-	StatusGrows      = "GROWS"
+	StatusFlat      = "flat"
+	StatusGrows     = "GROWS"
 )
 
 // Failure is one violation found, with what shows and replays it. Property is the typed value

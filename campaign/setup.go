@@ -41,9 +41,13 @@ func ResolveQueue(dir, from, name string) (*sut.Queue, error) {
 		if name == "" {
 			name = sut.DefaultQueue
 		}
-		q, err := sut.Builtin(name)
+		q, err := sut.Named(name)
 		if err != nil {
-			return nil, &InputError{fmt.Sprintf("no built-in queue %q; use one of %s, or --sql-dir DIR", name, strings.Join(sut.Builtins(), ", "))}
+			names := sut.Builtins()
+			for _, g := range sut.GoQueues() {
+				names = append(names, g.Name)
+			}
+			return nil, &InputError{fmt.Sprintf("no queue %q; use one of %s, or --sql-dir DIR", name, strings.Join(names, ", "))}
 		}
 		return q, nil
 	}

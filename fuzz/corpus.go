@@ -76,6 +76,10 @@ func Corpus() []Entry {
 		// A job done and deleted is back in the queue's next snapshot.
 		{Name: "mutant-deleted-job-comes-back", Mutant: "deleted-job-comes-back", Property: model.PDoneOnce,
 			Steps: []Step{Enqueue(1), Claim(0), Complete(0, 0)}},
+		// A transaction-bound claim that commits at once holds nothing: the job is free again
+		// at the next snapshot.
+		{Name: "mutant-txbound-commits-early", Mutant: "txbound-commits-early", Property: model.PRecovery,
+			Steps: []Step{Enqueue(1), Claim(0)}},
 		{Name: "mutant-complete-ignores-lease", Mutant: "complete-ignores-lease", Property: model.PFencing,
 			Steps: []Step{Enqueue(1), Claim(0), Expire(0), Complete(0, 0)}},
 		{Name: "mutant-complete-ignores-state", Mutant: "complete-ignores-state", Property: model.PDoneOnce,

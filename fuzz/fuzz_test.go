@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"pgqcheck/fuzz"
+	_ "pgqcheck/goqueues" // the Go queues and their mutants
 	"pgqcheck/internal/testflags"
 	"pgqcheck/linear"
 	"pgqcheck/model"

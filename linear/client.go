@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,11 @@ type Client struct {
 	inTxn, aborted bool
 	pend           []Op
 	locked         []int64
+
+	// held are the jobs whose claim holds this session's transaction open, on a queue whose
+	// claims do (TxBound); lastReturn is when its last answer came back.
+	held       map[int64]bool
+	lastReturn int64
 }
 
 // Dial connects a client named name.
@@ -77,6 +83,7 @@ func (c *Client) Record(rec *Recorder) {
 	c.id = rec.NewClient()
 	c.lives.Store(1)
 	c.inTxn, c.aborted, c.pend, c.locked = false, false, nil, nil
+	c.held, c.lastReturn = nil, 0
 }
 
 // PID is the backend pid of the current session (0 while disconnected).
@@ -113,6 +120,25 @@ func (c *Client) label() string {
 		return fmt.Sprintf("%s/%d", c.Name, n)
 	}
 	return c.Name
+}
+
+// fresh makes a session that starts a run idle and alive. On a queue whose claims hold the
+// session's transaction, another session's expiry may have ended this one's backend, which the
+// connection learns only when used, and a claim of an earlier run may hold it open.
+func (c *Client) fresh(ctx context.Context) error {
+	if !c.in.Queue.TxBound {
+		return c.ensure(ctx)
+	}
+	if s := c.Session(); s != nil && s.Conn().Ping(ctx) != nil {
+		c.Close()
+	}
+	if err := c.ensure(ctx); err != nil {
+		return err
+	}
+	if s := c.Session(); s.Conn().PgConn().TxStatus() != 'I' {
+		return s.Rollback(ctx)
+	}
+	return nil
 }
 
 // ensure reconnects a session whose connection was lost.
@@ -211,8 +237,22 @@ func (c *Client) Land(f *Flight) *model.Violation {
 			c.rec.Finding(v)
 		}
 	}
-	dead := r.Err != nil && !c.Connected()
+	// Also a statement whose answer came back and whose closing clock reading found the
+	// connection gone.
+	dead := !c.Connected()
 	op := Op{Client: c.id, Session: c.label(), Call: f.call, Return: ret}
+	if c.in.Queue.TxBound && r.Err == nil {
+		c.lastReturn = ret // the session was alive then: a lease its transaction holds ended later
+		switch {
+		case st.Kind == program.KClaim && r.Out.Found:
+			if c.held == nil {
+				c.held = map[int64]bool{}
+			}
+			c.held[r.Out.Job] = true
+		case st.Kind == program.KComplete && r.Out.Rows == 1:
+			delete(c.held, st.Job)
+		}
+	}
 	switch st.Kind {
 	case program.KEnqueue, program.KClaim, program.KComplete, program.KExpire:
 		op.Input, op.Output = st.Input(), r.Out
@@ -346,7 +386,35 @@ func (c *Client) Lost() {
 		now := c.now()
 		c.endTxn(now, c.now(), false, false)
 	}
+	c.releaseHeld()
 	c.Close()
+}
+
+// End closes the session as the run's end does, recording what that ends.
+func (c *Client) End() {
+	c.releaseHeld()
+	c.Close()
+}
+
+// releaseHeld records that the leases of the jobs this session's transaction held ended with
+// it (TxBound): each an expiry that happened somewhere after the session's last answer, as an
+// operation of a client of its own, since it may overlap whatever that answer belonged to.
+func (c *Client) releaseHeld() {
+	if len(c.held) == 0 || c.rec == nil {
+		c.held = nil
+		return
+	}
+	ids := make([]int64, 0, len(c.held))
+	for id := range c.held {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	now := c.now()
+	for _, id := range ids {
+		in := model.Input{Kind: model.OpExpire, Job: id, At: model.Window{From: c.clock().Latest(), To: model.Never}}
+		c.add(Op{Client: c.rec.NewClient(), Session: c.label() + " ended", Input: in, Call: c.lastReturn, Return: max(now, c.lastReturn+1)})
+	}
+	c.held = nil
 }
 
 // CancelIdle cancels the session's idle transaction the seed's way (program.CancelIdle) and

@@ -45,7 +45,7 @@ var kindOrder = []string{"claim", "complete", "expire", "claim-txn", "lock-txn",
 // are not drawn.
 type capable struct{ lock, rescue bool }
 
-func capabilities(q *sut.Queue) capable { return capable{lock: q.Lock != "", rescue: q.Rescue != ""} }
+func capabilities(q *sut.Queue) capable { return capable{lock: q.CanLock(), rescue: q.Rescue != ""} }
 
 // drawn is a drawn scheduled program: a prefix run one operation at a time, then one suffix per
 // session run concurrently under the drawn schedule. A suffix's length is drawn up front and

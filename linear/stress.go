@@ -144,7 +144,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		if ch.reader, err = dial("reader"); err != nil {
 			return nil, err
 		}
-		if in.Queue.Lock != "" {
+		if in.Queue.CanLock() {
 			l, err := dial("locker")
 			if err != nil {
 				return nil, err
@@ -191,7 +191,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	// Every other session is closed before the drain, so no row lock can be held while it
 	// runs: its empty claim is strict.
 	for _, c := range clients {
-		c.Close()
+		c.End()
 	}
 	drainer, err := dial(drainSession)
 	if err != nil {

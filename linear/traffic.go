@@ -71,6 +71,9 @@ func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, erro
 			return out, err
 		}
 		a.w.Apply(a.s, st, r, f.At)
+		if r.Err != nil && a.w.TxBound && !a.c.Connected() {
+			a.s.Holding = false // its transaction, the lease, ended with the connection
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -182,6 +185,11 @@ func (r *run) work(w *worker) {
 	ctx := r.ctx
 	name := w.c.Name
 	for !r.stopped() {
+		if w.s.Holding {
+			// A worker of a queue whose claims hold a transaction works one job at a time: the
+			// one it holds (after presenting an older token) is completed first.
+			w.one(ctx, program.Complete{S: name})
+		}
 		lease := r.cfg.Lease
 		if draw(w.rng, LeaseWeights) == "timed" {
 			lease = program.TimedLeases[w.rng.IntN(len(program.TimedLeases))]
@@ -220,6 +228,12 @@ func (r *run) work(w *worker) {
 			w.one(ctx, program.Complete{S: name})
 		case "crash": // forget every token; the jobs wait for an expiry or the drain
 			w.Do(ctx, program.Crash{W: name})
+			if w.w.TxBound {
+				// A worker whose claims hold its transaction dies with its connection.
+				_ = r.in.Terminate(ctx, w.c.PID())
+				w.c.Lost()
+				w.s.Holding = false
+			}
 		case "complete older": // a restarted worker presenting an older token
 			w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(len(w.s.Tokens))})
 		}

@@ -328,7 +328,13 @@ func (q *Queue) whyNotComplete(at Window, id, gen int64, j *Job) *Violation {
 
 // Expire applies the test hook that moves a job's lease into the past, run in window at.
 func (q *Queue) Expire(at Window, id int64) {
-	if j, ok := q.jobs[id]; ok {
+	j, ok := q.jobs[id]
+	switch {
+	case !ok:
+	case q.Shape.TxBound && j.State == Running:
+		// The lease was the claim's transaction, now aborted: the job is as it was before.
+		j.State, j.Until, j.Lease, j.Claimed = Ready, Window{}, 0, Window{}
+	default:
 		j.Until, j.Lease = at.Shift(-ExpireBy), 0
 	}
 }

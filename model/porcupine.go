@@ -256,6 +256,9 @@ func (sh Shape) StepJob(s JobState, in Input, out Output) (JobState, *Violation)
 		return s, Violate(PFencing, "complete(%d, gen %d) at %s changed 1 row, but its lease was certainly over (it ended %s)", id, g, in.At, s.Until)
 
 	case OpExpire:
+		if s.State == Running && sh.TxBound {
+			return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
+		}
 		if s.State == Running {
 			s.Until = in.At.Shift(-ExpireBy)
 			if in.At.To == Never { // may have run at any time after its call

@@ -19,6 +19,9 @@ type Shape struct {
 	// Unfenced: the queue does not promise fencing. A completion that a fenced queue must refuse
 	// is measured and reported as not promised, and the job is done from then on.
 	Unfenced bool `json:"unfenced,omitempty"`
+	// TxBound: a claim's lease is the transaction it holds open; when that transaction ends
+	// without the completion (expired: aborted, its backend terminated) the job is ready again.
+	TxBound bool `json:"tx_bound,omitempty"`
 }
 
 // Promised reports whether the queue promises property p.
@@ -46,6 +49,9 @@ func (sh Shape) String() string {
 	}
 	if sh.Unfenced {
 		forms = append(forms, "fencing not promised")
+	}
+	if sh.TxBound {
+		forms = append(forms, "claims hold a transaction")
 	}
 	return strings.Join(forms, ", ")
 }

@@ -18,7 +18,10 @@ type Mutant struct {
 	Dir    string
 	Bug    string   // one line: what is broken
 	Expect []string // the suites that must catch it: "Prop", "Linear"
-	Queue  *sut.Queue
+	// GoQueue names the registered Go queue that is the mutant (sut.Register), for a mutant
+	// written in Go; its folder then holds mutant.json alone.
+	GoQueue string `json:"queue,omitempty"`
+	Queue   *sut.Queue
 }
 
 // Expects reports whether suite must catch this mutant.
@@ -73,7 +76,13 @@ func Load(dir string) ([]*Mutant, error) {
 		if err := json.Unmarshal(b, m); err != nil || m.Bug == "" || len(m.Expect) == 0 {
 			return nil, fmt.Errorf("pgqcheck: mutant %s: mutant.json must hold {\"bug\": \"...\", \"expect\": [\"Prop\"|\"Linear\"]} (%v)", path, err)
 		}
-		if m.Queue, err = sut.LoadDir(path); err != nil {
+		if m.GoQueue != "" {
+			q, ok := sut.Registered(m.GoQueue)
+			if !ok {
+				return nil, fmt.Errorf("pgqcheck: mutant %s names the Go queue %q, which this binary does not register; import the package that registers it (pgqcheck/goqueues)", path, m.GoQueue)
+			}
+			m.Queue = q
+		} else if m.Queue, err = sut.LoadDir(path); err != nil {
 			return nil, err
 		}
 		out = append(out, m)

@@ -109,7 +109,8 @@ func (e *Env) Reset(ctx context.Context) error {
 			if err := e.connect(ctx, s.Name); err != nil {
 				return err
 			}
-		case s.InTxn:
+		case s.InTxn || c.Conn().PgConn().TxStatus() != 'I':
+			// Also a transaction the queue's own claim keeps open (TxBound).
 			if err := c.Rollback(ctx); err != nil {
 				return fmt.Errorf("pgqcheck: ending %s's transaction: %w", s.Name, err)
 			}
@@ -255,6 +256,14 @@ func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
 	if f, ok := st.(Fault); ok {
 		return nil, e.fault(ctx, s, f.fault())
 	}
+	if _, crash := st.(Crash); crash && e.W.TxBound && s.Holding {
+		// A worker whose claim holds its transaction dies with its connection: the transaction,
+		// the lease, ends, and the job is ready again.
+		held, _ := s.newest(0)
+		st.Stmts(e.W)
+		e.Model.Expire(model.Window{}, held.ID)
+		return nil, e.fault(ctx, s, FaultTerminate)
+	}
 	var out []Result
 	for _, stmt := range st.Stmts(e.W) {
 		floor := e.W.Clock.Latest()
@@ -284,8 +293,50 @@ func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
 		if err != nil {
 			return out, err
 		}
+		if stmt.Kind == KExpire && e.W.TxBound {
+			if err := e.revive(ctx); err != nil {
+				return out, &HarnessError{err}
+			}
+		}
 	}
 	return out, nil
+}
+
+// revive reconnects the sessions whose backend is gone. On a queue whose claims hold a
+// transaction, expiring a job ends the backend of the worker that held it, and that worker
+// comes back as a new life, without the transaction.
+func (e *Env) revive(ctx context.Context) error {
+	var pids []int32
+	for _, c := range e.conns {
+		pids = append(pids, int32(c.PID))
+	}
+	rows, err := e.In.Admin().Query(ctx, `SELECT pid FROM pg_stat_activity WHERE pid = ANY($1)`, pids)
+	if err != nil {
+		return err
+	}
+	alive := map[uint32]bool{}
+	for rows.Next() {
+		var pid int32
+		if err := rows.Scan(&pid); err != nil {
+			rows.Close()
+			return err
+		}
+		alive[uint32(pid)] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, s := range e.W.Sessions {
+		if c := e.conns[s.Name]; c != nil && !alive[c.PID] {
+			c.Close()
+			e.W.Lost(s)
+			if err := e.connect(ctx, s.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Sleep lets real time pass on both clocks.

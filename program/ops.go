@@ -224,7 +224,9 @@ func (o Enqueue) String() string { return on(o.S) + fmt.Sprintf(fmtEnqueue, o.N)
 func (o Enqueue) On() string     { return o.S }
 func (o Enqueue) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && o.N > 0 && outsideTxnWork(w, s)
+	// A session that holds a transaction-bound claim would enqueue inside its transaction, to
+	// take effect only with the completion: not what an enqueue operation means.
+	return ok && o.N > 0 && outsideTxnWork(w, s) && !(w.TxBound && s.Holding)
 }
 func (o Enqueue) Stmts(w *World) []Stmt {
 	out := make([]Stmt, o.N)
@@ -249,7 +251,7 @@ func (o Claim) String() string {
 func (o Claim) On() string { return o.S }
 func (o Claim) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && outsideTxnWork(w, s) && (!TimedLease(o.Lease) || w.FixedLease == 0)
+	return ok && outsideTxnWork(w, s) && (!TimedLease(o.Lease) || w.FixedLease == 0) && !(w.TxBound && (s.Holding || s.InTxn))
 }
 func (o Claim) Stmts(w *World) []Stmt {
 	lease := o.Lease
@@ -398,7 +400,7 @@ func (o Begin) String() string { return on(o.S) + fmtBegin }
 func (o Begin) On() string     { return o.S }
 func (o Begin) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && !s.InTxn && (!w.NoTxnWork || s.Work)
+	return ok && !s.InTxn && (!w.NoTxnWork || s.Work) && !w.TxBound // the queue's claims own the transactions
 }
 func (o Begin) Stmts(w *World) []Stmt { return []Stmt{{Kind: KBegin}} }
 
@@ -554,7 +556,7 @@ func (o ClaimTxn) Parts() []Op {
 }
 func (o ClaimTxn) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && !s.InTxn
+	return ok && !s.InTxn && !w.TxBound // the queue's claims hold transactions of their own
 }
 
 // txnLine prints a transaction's parts on one line, each without the session they share.
@@ -609,6 +611,11 @@ func (o Drain) Applicable(w *World) bool {
 func (o Drain) Run(ctx context.Context, r Runner) error {
 	w := r.World()
 	res, err := r.Do(ctx, Snapshot{S: o.S})
+	if err == nil && len(res) > 0 && res[0].Err != nil {
+		// The session's connection may be gone (another session's expiry ended its backend, on a
+		// queue whose claims hold transactions): it reconnects for the next statement.
+		res, err = r.Do(ctx, Snapshot{S: o.S})
+	}
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ type Session struct {
 	// Crashes counts the worker's crashes: it comes back under a new name each time, as a
 	// restarted worker process would.
 	Crashes int
+	// Holding: a claim of a queue whose claims hold a transaction (TxBound) keeps that
+	// transaction open on this session, until the completion commits it or the session ends.
+	Holding bool
 }
 
 // Worker is the name the session's claims pass as the worker's, where claim.sql takes one.
@@ -87,6 +90,9 @@ type World struct {
 	NoTxnWork bool
 	CanLock   bool // the queue ships lock.sql
 	CanRescue bool // the queue ships rescue.sql
+	// TxBound: the queue's claims hold the session's transaction; the harness opens none of its
+	// own on a worker, and a worker holds one claim at a time.
+	TxBound bool
 	// FixedLease is the lease the queue fixes itself (0: each claim asks for its own); claims
 	// that name a lease of their own then do not apply.
 	FixedLease time.Duration
@@ -99,7 +105,7 @@ type World struct {
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
-	w := &World{CanLock: q.Lock != "", CanRescue: q.Rescue != "", FixedLease: q.FixedLease, Lease: LongLease, Clock: &DBClock{}}
+	w := &World{CanLock: q.CanLock(), CanRescue: q.Rescue != "", TxBound: q.TxBound, FixedLease: q.FixedLease, Lease: LongLease, Clock: &DBClock{}}
 	if q.FixedLease != 0 {
 		w.Lease = q.FixedLease
 	}
@@ -185,8 +191,20 @@ func (w *World) Apply(s *Session, st Stmt, r Result, at model.Window) {
 	switch st.Kind {
 	case KEnqueue:
 		w.Jobs = append(w.Jobs, r.Out.Job)
+	case KComplete:
+		if w.TxBound && r.Out.Rows == 1 {
+			s.Holding = false
+		}
+	case KExpire:
+		// The lease was its holder's transaction, which the expiry ended.
+		for _, o := range w.Sessions {
+			if t, ok := o.newest(0); ok && w.TxBound && o.Holding && t.ID == st.Job {
+				o.Holding = false
+			}
+		}
 	case KClaim:
 		if r.Out.Found {
+			s.Holding = w.TxBound
 			t := Token{ID: r.Out.Job, Gen: r.Out.Gen, Lease: st.Lease, Until: at.Shift(st.Lease)}
 			s.Tokens = append(s.Tokens, t)
 			w.Claims = append(w.Claims, t)
@@ -206,7 +224,7 @@ func (w *World) Apply(s *Session, st Stmt, r Result, at model.Window) {
 // connection; a crash is what forgets).
 func (w *World) Lost(s *Session) {
 	s.endTxn()
-	s.Busy = false
+	s.Busy, s.Holding = false, false
 	s.Lives++
 }
 

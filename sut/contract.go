@@ -52,6 +52,9 @@ type Queue struct {
 	Rescue                                             string // "" when the folder has no rescue.sql
 
 	Declared
+
+	newGo   func() GoQueue // a queue written in Go (see Register); nil for a folder
+	goLocks bool           // its GoQueue is a GoLocker
 }
 
 // Declared is what queue.json says of the queue beyond its claim order. The zero value is the
@@ -75,12 +78,16 @@ type Declared struct {
 	// Unfenced: the queue does not promise fencing (an at-least-once queue): stale completions
 	// are measured and reported as not promised, and do not fail the run.
 	Unfenced bool
+	// TxBound: a claim holds a transaction open on the worker's session while the job runs, and
+	// the completion commits inside it; the lease is that transaction, so it ends when the
+	// transaction does, and the job is ready again (a Go queue's form; see GoQueue).
+	TxBound bool
 }
 
 // Shape is the part of the declaration the specification needs.
 func (q *Queue) Shape() model.Shape {
 	return model.Shape{NoGeneration: q.NoGeneration, DoneDeleted: q.DoneDeleted,
-		RescueOnly: q.RescueOnly, Unfenced: q.Unfenced}
+		RescueOnly: q.RescueOnly, Unfenced: q.Unfenced, TxBound: q.TxBound}
 }
 
 // Statement names, as files.
@@ -155,13 +162,19 @@ func Builtins() []string {
 // EnvSQLDir names the variable that replaces the built-in queues with a user's folder.
 const EnvSQLDir = "PGQCHECK_SQL_DIR"
 
-// FromEnv returns the user's queue when PGQCHECK_SQL_DIR is set, else nil.
+// FromEnv returns the user's queue when PGQCHECK_SQL_DIR (a folder) or PGQCHECK_QUEUE (a
+// registered Go queue, or a built-in, by name) is set, else nil.
 func FromEnv() (*Queue, error) {
-	dir := os.Getenv(EnvSQLDir)
-	if dir == "" {
-		return nil, nil
+	dir, name := os.Getenv(EnvSQLDir), os.Getenv(EnvQueue)
+	switch {
+	case dir != "" && name != "":
+		return nil, fmt.Errorf("pgqcheck: both %s and %s are set; name one queue", EnvSQLDir, EnvQueue)
+	case name != "":
+		return Named(name)
+	case dir != "":
+		return LoadDir(dir)
 	}
-	return LoadDir(dir)
+	return nil, nil
 }
 
 // Under returns the queues a test suite should judge: the user's folder alone when
@@ -377,9 +390,9 @@ func contractLine(file string) string {
 	return ""
 }
 
-// Dir is the queue's folder, or "" for a built-in queue.
+// Dir is the queue's folder, or "" for a built-in queue or one written in Go.
 func (q *Queue) Dir() string {
-	if strings.HasPrefix(q.Source, "built-in ") {
+	if strings.HasPrefix(q.Source, "built-in ") || q.IsGo() {
 		return ""
 	}
 	return q.Source
@@ -407,6 +420,12 @@ func (q *Queue) Ref(root string) string {
 func LoadRef(root, ref string) (*Queue, error) {
 	if name, ok := strings.CutPrefix(ref, "built-in "); ok {
 		return Builtin(name)
+	}
+	if name, ok := strings.CutPrefix(ref, goSource); ok {
+		if q, ok := Registered(name); ok {
+			return q, nil
+		}
+		return nil, fmt.Errorf("pgqcheck: no Go queue %q is registered in this binary", name)
 	}
 	if !filepath.IsAbs(ref) {
 		ref = filepath.Join(root, ref)

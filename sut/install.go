@@ -23,8 +23,9 @@ type Installed struct {
 	sequences []string // every sequence schema.sql created, qualified and quoted
 
 	ids         *registry
-	claimWorker bool // claim.sql takes the worker's name
-	tokenCols   int  // columns claim.sql returns beyond id (and generation): the claim's token
+	goq         GoQueue // a queue written in Go: its state in this database
+	claimWorker bool    // claim.sql takes the worker's name
+	tokenCols   int     // columns claim.sql returns beyond id (and generation): the claim's token
 }
 
 // relations lists user relations of the given kinds as quoted qualified names.
@@ -43,6 +44,10 @@ func Install(ctx context.Context, dsn string, q *Queue) (*Installed, error) {
 		return nil, err
 	}
 	in := &Installed{Queue: q, DSN: dsn, admin: admin, ids: newRegistry()}
+	if q.newGo != nil {
+		in.goq = q.newGo()
+		q.Schema = in.goq.Schema()
+	}
 	if err := in.install(ctx); err != nil {
 		admin.Close(context.Background())
 		return nil, err
@@ -80,6 +85,9 @@ func (in *Installed) install(ctx context.Context) error {
 	in.reset, err = in.resetSQL(ctx, tables)
 	if err != nil {
 		return err
+	}
+	if in.goq != nil {
+		return nil // its operations are Go code, not statements to prepare
 	}
 	return in.validate(ctx)
 }
@@ -282,6 +290,9 @@ func (in *Installed) Reset(ctx context.Context) error {
 		return fmt.Errorf("pgqcheck: resetting the queue: %s (is a session from an earlier run still holding a lock?)", textfmt.ErrLine(err))
 	}
 	in.ids.reset()
+	if r, ok := in.goq.(GoResetter); ok {
+		r.Reset()
+	}
 	return nil
 }
 

@@ -109,6 +109,11 @@ func (e *ErrMultipleRows) Violation() *model.Violation {
 
 // Enqueue adds a job with the given JSON payload and returns its id.
 func (s *Session) Enqueue(ctx context.Context, payload string) (int64, Clock, error) {
+	if g := s.in.goq; g != nil {
+		var id int64
+		clk, err := s.goCall(ctx, func(c *pgx.Conn) (err error) { id, err = g.Enqueue(ctx, c, payload); return err })
+		return id, clk, stmtErr(FileEnqueue, err)
+	}
 	r, clk, err := s.timed(ctx, FileEnqueue, s.q.Enqueue, payload)
 	var id int64
 	if err == nil {
@@ -158,6 +163,16 @@ func (s *Session) claimArgs(lease time.Duration) []any {
 // Claim asks for a job with the given lease length (ignored where the queue fixes its own). ok is
 // false when the queue returned no row.
 func (s *Session) Claim(ctx context.Context, lease time.Duration) (id, gen int64, ok bool, clk Clock, err error) {
+	if g := s.in.goq; g != nil {
+		if s.q.FixedLease != 0 {
+			lease = s.q.FixedLease
+		}
+		clk, err := s.goCall(ctx, func(c *pgx.Conn) (err error) { id, gen, ok, err = g.Claim(ctx, c, lease, s.Worker); return err })
+		if ok && err == nil && s.q.NoGeneration {
+			gen = s.in.ids.claimed(id)
+		}
+		return id, gen, ok, clk, stmtErr(FileClaim, err)
+	}
 	r, clk, err := s.timed(ctx, FileClaim, s.q.Claim, s.claimArgs(lease)...)
 	if err != nil {
 		return 0, 0, false, clk, stmtErr(FileClaim, err)
@@ -198,6 +213,11 @@ func (s *Session) Claim(ctx context.Context, lease time.Duration) (id, gen int64
 // Complete presents a claim's token (id, generation, and whatever else the claim returned) and
 // returns how many rows the queue says it completed.
 func (s *Session) Complete(ctx context.Context, id, gen int64) (int64, Clock, error) {
+	if g := s.in.goq; g != nil {
+		var n int64
+		clk, err := s.goCall(ctx, func(c *pgx.Conn) (err error) { n, err = g.Complete(ctx, c, id, gen); return err })
+		return n, clk, stmtErr(FileComplete, err)
+	}
 	arg, err := s.idArg(id)
 	if err != nil {
 		return 0, Clock{}, stmtErr(FileComplete, err)
@@ -217,6 +237,10 @@ func (s *Session) Complete(ctx context.Context, id, gen int64) (int64, Clock, er
 
 // Expire runs the test hook that moves a job's lease into the past.
 func (s *Session) Expire(ctx context.Context, id int64) (Clock, error) {
+	if g := s.in.goq; g != nil {
+		clk, err := s.goCall(ctx, func(c *pgx.Conn) error { return g.Expire(ctx, c, id) })
+		return clk, stmtErr(FileExpire, err)
+	}
 	arg, err := s.idArg(id)
 	if err != nil {
 		return Clock{}, stmtErr(FileExpire, err)
@@ -248,6 +272,16 @@ func (s *Session) CanRescue() bool { return s.q.Rescue != "" }
 
 // Snapshot reads every job (every live job, where done rows are deleted), ordered by job.
 func (s *Session) Snapshot(ctx context.Context) ([]model.Row, Clock, error) {
+	if g := s.in.goq; g != nil {
+		var rows []model.Row
+		clk, err := s.goCall(ctx, func(c *pgx.Conn) (err error) { rows, err = g.Snapshot(ctx, c); return err })
+		if err == nil && s.q.NoGeneration {
+			for i := range rows {
+				rows[i].Generation = s.in.ids.generation(rows[i].ID)
+			}
+		}
+		return rows, clk, stmtErr(FileSnapshot, err)
+	}
 	r, clk, err := s.timed(ctx, FileSnapshot, s.q.Snapshot)
 	if err != nil {
 		return nil, clk, stmtErr(FileSnapshot, err)
@@ -285,7 +319,7 @@ func (s *Session) one(r result, dst ...any) error {
 }
 
 // CanLock reports whether the queue ships lock.sql, without which lockers cannot run.
-func (s *Session) CanLock() bool { return s.q.Lock != "" }
+func (s *Session) CanLock() bool { return s.q.CanLock() }
 
 // Begin, Lock, Commit and Rollback drive a locker: a session that holds a job's row lock in an
 // open transaction, as the seed's manual-locker does.
@@ -295,6 +329,9 @@ func (s *Session) Begin(ctx context.Context) error {
 }
 
 func (s *Session) Lock(ctx context.Context, id int64) error {
+	if l, ok := s.in.goq.(GoLocker); ok {
+		return stmtErr(FileLock, l.Lock(ctx, s.conn, id))
+	}
 	if s.q.Lock == "" {
 		return fmt.Errorf("queue %s has no lock.sql", s.q.Source)
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"pgqcheck/campaign"
+	_ "pgqcheck/goqueues" // the Go queues and their mutants
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
@@ -280,16 +281,20 @@ type queueFlags struct{ sqlDir, name string }
 
 func (q *queueFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&q.sqlDir, "sql-dir", "", "folder holding the queue's SQL files (default: $"+sut.EnvSQLDir+", else the built-in queue)")
-	fs.StringVar(&q.name, "queue", "", "built-in queue to use when no folder is given: "+strings.Join(sut.Builtins(), ", ")+" (default "+sut.DefaultQueue+")")
+	names := sut.Builtins()
+	for _, g := range sut.GoQueues() {
+		names = append(names, g.Name+" (Go)")
+	}
+	fs.StringVar(&q.name, "queue", "", "built-in or Go queue to use when no folder is given: "+strings.Join(names, ", ")+" (default "+sut.DefaultQueue+")")
 }
 
 // load returns the queue the flags name: --sql-dir, else $PGQCHECK_SQL_DIR, else the built-in.
 func (q *queueFlags) load(cmd string) (*sut.Queue, error) {
-	dir, from := q.sqlDir, "--sql-dir"
-	if dir == "" && q.name == "" {
-		dir, from = os.Getenv(sut.EnvSQLDir), sut.EnvSQLDir
+	dir, from, name := q.sqlDir, "--sql-dir", q.name
+	if dir == "" && name == "" {
+		dir, from, name = os.Getenv(sut.EnvSQLDir), sut.EnvSQLDir, os.Getenv(sut.EnvQueue)
 	}
-	qu, err := campaign.ResolveQueue(dir, from, q.name)
+	qu, err := campaign.ResolveQueue(dir, from, name)
 	return qu, inputError(cmd, err)
 }
 

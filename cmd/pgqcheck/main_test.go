@@ -69,7 +69,7 @@ func TestUsageErrors(t *testing.T) {
 		{"missing PGQCHECK_SQL_DIR", filepath.Join(dir, "nope"), []string{"run"}, "PGQCHECK_SQL_DIR"},
 		{"incomplete sql dir", "", []string{"run", "--sql-dir", dir}, "schema.sql: missing"},
 		{"two queues", "", []string{"run", "--sql-dir", dir, "--queue", "split"}, "both name a queue"},
-		{"unknown queue", "", []string{"run", "--queue", "nope"}, `no built-in queue "nope"`},
+		{"unknown queue", "", []string{"run", "--queue", "nope"}, `no queue "nope"; use one of seed`},
 		{"unwritable report", "", []string{"run", "--duration", "1s", "--report", filepath.Join(file, "reports")}, "--report"},
 		{"unwritable corpus", "", []string{"run", "--duration", "1s", "--report", filepath.Join(dir, "reports"), "--corpus", file}, "--corpus"},
 		{"unknown mode", "", []string{"run", "--mode", "bogus"}, `unknown mode "bogus"`},

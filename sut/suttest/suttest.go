@@ -75,7 +75,7 @@ func Queues(tb testing.TB) []*sut.Queue {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return append(qs, vs...)
+	return append(append(qs, vs...), sut.GoQueues()...)
 }
 
 // ModuleRoot is the folder holding go.mod, above the test's working directory.

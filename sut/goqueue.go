@@ -1,0 +1,165 @@
+package sut
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"pgqcheck/model"
+)
+
+// GoQueue is a queue written in Go rather than as a folder of SQL: its operations run as Go
+// code on the session's own connection, so a queue whose logic lives in Go, or whose claim holds
+// a transaction open while the job runs, is judged like a folder. The suite reads the database
+// clock just before and just after each call, so every answer is judged at the window of
+// database time the call ran in, as a folder's statements are.
+//
+// Each method gets the connection of the session that runs it; a session is one worker, the
+// reader, or the harness's expirer. Job ids are the queue's own integers (ascending with
+// enqueue order for the lowest-id claim order).
+type GoQueue interface {
+	// Schema is the DDL run once in a fresh database.
+	Schema() string
+	Enqueue(ctx context.Context, c *pgx.Conn, payload string) (id int64, err error)
+	// Claim takes a job with the given lease (ignored where the queue fixes its own) for the named
+	// worker. gen is the job's generation; a queue declared without one returns 0.
+	Claim(ctx context.Context, c *pgx.Conn, lease time.Duration, worker string) (id, gen int64, ok bool, err error)
+	// Complete presents a claim's token and returns the rows completed (0 or 1).
+	Complete(ctx context.Context, c *pgx.Conn, id, gen int64) (rows int64, err error)
+	// Expire is the test hook that ends a job's lease now.
+	Expire(ctx context.Context, c *pgx.Conn, id int64) error
+	// Snapshot lists every job (every live job where done rows are deleted), ordered by id.
+	Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error)
+}
+
+// GoLocker is a GoQueue that can row-lock a job in the session's open transaction, as lock.sql
+// does; without it the locker operations are left out.
+type GoLocker interface {
+	Lock(ctx context.Context, c *pgx.Conn, id int64) error
+}
+
+// GoResetter is a GoQueue that keeps state of its own beside the database; Reset forgets it
+// when the suite empties the queue between runs.
+type GoResetter interface{ Reset() }
+
+// GoDef registers a Go queue under a name.
+type GoDef struct {
+	Name  string
+	Order model.Order // "" is lowest-id
+	// Declared is what the queue declares, as queue.json does for a folder. TxBound is the form
+	// only a Go queue takes.
+	Declared Declared
+	// New makes the queue's state for one installed database (a transaction-bound queue keeps
+	// which backend holds which job).
+	New func() GoQueue
+	// Broken marks a mutant: registered so that its mutant.json can name it, never judged as a
+	// correct queue.
+	Broken bool
+}
+
+var (
+	goMu   sync.Mutex
+	goDefs = map[string]GoDef{}
+)
+
+// Register makes a Go queue known by name to go test (PGQCHECK_QUEUE=name) and to pgqcheck
+// (--queue name). It is meant for init functions; a second registration of a name panics.
+func Register(d GoDef) {
+	goMu.Lock()
+	defer goMu.Unlock()
+	if _, dup := goDefs[d.Name]; dup {
+		panic("pgqcheck: Go queue " + d.Name + " registered twice")
+	}
+	goDefs[d.Name] = d
+}
+
+// Registered returns the Go queue registered under name.
+func Registered(name string) (*Queue, bool) {
+	goMu.Lock()
+	d, ok := goDefs[name]
+	goMu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	q := &Queue{Name: d.Name, Source: goSource + d.Name, Order: d.Order, Declared: d.Declared, newGo: d.New}
+	if q.Order == "" {
+		q.Order = model.LowestID
+	}
+	_, q.goLocks = d.New().(GoLocker)
+	return q, true
+}
+
+// GoQueues lists the correct Go queues registered, by name (mutants left out).
+func GoQueues() []*Queue {
+	goMu.Lock()
+	var names []string
+	for n, d := range goDefs {
+		if !d.Broken {
+			names = append(names, n)
+		}
+	}
+	goMu.Unlock()
+	sort.Strings(names)
+	var out []*Queue
+	for _, n := range names {
+		q, _ := Registered(n)
+		out = append(out, q)
+	}
+	return out
+}
+
+// goSource prefixes a Go queue's Source: "registered txbound".
+const goSource = "registered "
+
+// EnvQueue names the variable that judges a registered Go queue (or a built-in) by name.
+const EnvQueue = "PGQCHECK_QUEUE"
+
+// Named returns a built-in queue or a registered Go queue by name.
+func Named(name string) (*Queue, error) {
+	if q, ok := Registered(name); ok {
+		return q, nil
+	}
+	q, err := Builtin(name)
+	if err != nil {
+		var goNames []string
+		for _, g := range GoQueues() {
+			goNames = append(goNames, g.Name)
+		}
+		if len(goNames) > 0 {
+			return nil, fmt.Errorf("%v, or a Go queue: %s", err, strings.Join(goNames, ", "))
+		}
+	}
+	return q, err
+}
+
+// IsGo reports whether the queue is written in Go.
+func (q *Queue) IsGo() bool { return q.newGo != nil }
+
+// CanLock reports whether the queue can row-lock a job (lock.sql, or a GoLocker).
+func (q *Queue) CanLock() bool { return q.Lock != "" || q.goLocks }
+
+// goCall runs one call of a Go queue on the session between two readings of the database
+// clock. A failure that is not the server's answer leaves the call's outcome unknown: the Go
+// code may have sent a statement that took effect.
+func (s *Session) goCall(ctx context.Context, call func(c *pgx.Conn) error) (Clock, error) {
+	var clk Clock
+	if err := s.conn.QueryRow(ctx, clockSQL).Scan(&clk.From); err != nil {
+		return clk, err // nothing of the call was sent
+	}
+	if err := call(s.conn); err != nil {
+		if !isServerError(err) {
+			return clk, &LostReply{err}
+		}
+		_ = s.conn.QueryRow(ctx, clockSQL).Scan(&clk.To)
+		return clk, err
+	}
+	if err := s.conn.QueryRow(ctx, clockSQL).Scan(&clk.To); err != nil {
+		return Clock{From: clk.From}, nil // the answer came back; only the window's end is lost
+	}
+	return clk, nil
+}
