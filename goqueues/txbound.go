@@ -41,6 +41,7 @@ type txBound struct {
 	mu     sync.Mutex
 	holder map[int64]handle // job -> the claim whose transaction holds its row lock
 	claims map[int64]int64  // job -> how many claims took it: the number in each handle
+	latest map[int64]string // job -> the transaction of its latest claim, held or since ended
 }
 
 // handle names a claim's transaction: the backend and its transaction id (the backend's pid
@@ -173,23 +174,12 @@ func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error
 		return nil, err
 	}
 	defer c.Exec(context.Background(), end)
-	free := map[int64]bool{}
-	rows, err := c.Query(ctx, `SELECT id FROM jobs WHERE NOT done FOR UPDATE SKIP LOCKED`)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		free[id] = true
-	}
-	if rows.Close(); rows.Err() != nil {
-		return nil, rows.Err()
-	}
-	rows, err = c.Query(ctx, `SELECT id, done, xmax::text FROM jobs ORDER BY id`)
+	// One statement, so that the free rows and the rest are read at one instant: FOR UPDATE
+	// SKIP LOCKED in the subquery takes the free rows, and a row not done that it did not take
+	// is held by a claim's transaction.
+	rows, err := c.Query(ctx, `SELECT j.id, j.done, j.xmax::text, f.id IS NOT NULL
+		FROM jobs j LEFT JOIN (SELECT id FROM jobs WHERE NOT done FOR UPDATE SKIP LOCKED) f ON f.id = j.id
+		ORDER BY j.id`)
 	if err != nil {
 		return nil, err
 	}
@@ -197,20 +187,21 @@ func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error
 	var out []model.Row
 	for rows.Next() {
 		var r model.Row
-		var done bool
+		var done, isFree bool
 		var locker string // xmax: the transaction that holds the row locked, if one does
-		if err := rows.Scan(&r.ID, &done, &locker); err != nil {
+		if err := rows.Scan(&r.ID, &done, &locker, &isFree); err != nil {
 			return nil, err
 		}
-		r.Generation = q.generation(r.ID)
-		if !done && !free[r.ID] && q.holderOf(r.ID).xid != locker {
-			// Locked by a claim whose answer is on its way: it is that claim's number.
+		var latest string
+		r.Generation, latest = q.generation(r.ID)
+		if !done && !isFree && latest != locker {
+			// Locked by a claim not yet numbered, whose answer is on its way: its number is next.
 			r.Generation++
 		}
 		switch {
 		case done:
 			r.State = model.Done
-		case free[r.ID] && !(own && q.holderOf(r.ID).pid == c.PgConn().PID()):
+		case isFree && !(own && q.holderOf(r.ID).pid == c.PgConn().PID()):
 			r.State = model.Ready
 		default:
 			r.State, r.LeaseLive = model.Running, true
@@ -225,7 +216,7 @@ func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error
 func (q *txBound) Reset() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.holder, q.claims = nil, nil
+	q.holder, q.claims, q.latest = nil, nil, nil
 }
 
 // claimed records a claim of job id by backend pid in transaction xid and returns its number.
@@ -233,9 +224,10 @@ func (q *txBound) claimed(id int64, pid uint32, xid string) int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.holder == nil {
-		q.holder, q.claims = map[int64]handle{}, map[int64]int64{}
+		q.holder, q.claims, q.latest = map[int64]handle{}, map[int64]int64{}, map[int64]string{}
 	}
 	q.claims[id]++
+	q.latest[id] = xid
 	q.holder[id] = handle{pid, xid, q.claims[id]}
 	return q.claims[id]
 }
@@ -252,8 +244,9 @@ func (q *txBound) holderOf(id int64) handle {
 	return q.holder[id]
 }
 
-func (q *txBound) generation(id int64) int64 {
+// generation is the job's latest claim number and that claim's transaction.
+func (q *txBound) generation(id int64) (int64, string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.claims[id]
+	return q.claims[id], q.latest[id]
 }

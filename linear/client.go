@@ -141,11 +141,13 @@ func (c *Client) fresh(ctx context.Context) error {
 	return nil
 }
 
-// ensure reconnects a session whose connection was lost.
+// ensure reconnects a session whose connection was lost (with it went whatever its
+// transaction held).
 func (c *Client) ensure(ctx context.Context) error {
 	if c.Connected() {
 		return nil
 	}
+	c.releaseHeld()
 	c.Close()
 	return c.connect(ctx)
 }
@@ -322,6 +324,10 @@ func (c *Client) Land(f *Flight) *model.Violation {
 	}
 	if dead {
 		c.Lost()
+	} else if len(c.held) > 0 && c.Session().Conn().PgConn().TxStatus() == 'I' {
+		// The transaction a claim held ended without the completion (a statement in it failed
+		// and the queue rolled it back): so did the lease.
+		c.releaseHeld()
 	}
 	return v
 }
@@ -388,6 +394,40 @@ func (c *Client) Lost() {
 	}
 	c.releaseHeld()
 	c.Close()
+}
+
+// Crash ends the session's backend from inside, as a worker process that dies takes its
+// connection with it, and reconnects. What its transaction held is recorded as ended once the
+// old backend is gone, when its row locks are (a backend reports its termination before it
+// releases them). It uses only its own connection: the harness's admin connection belongs to the
+// chaos goroutine.
+func (c *Client) Crash(ctx context.Context) error {
+	old := c.PID()
+	if s := c.Session(); s != nil {
+		_, _ = s.Conn().Exec(ctx, "SELECT pg_terminate_backend(pg_backend_pid())")
+	}
+	held := c.held
+	c.held = nil
+	c.Lost()
+	if err := c.ensure(ctx); err != nil {
+		return err
+	}
+	conn := c.Session().Conn()
+	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int32(old)).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		if err := program.Wait(ctx, delay, nil); err != nil {
+			return err
+		}
+	}
+	c.held = held
+	c.releaseHeld()
+	return nil
 }
 
 // End closes the session as the run's end does, recording what that ends.

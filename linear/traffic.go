@@ -230,8 +230,7 @@ func (r *run) work(w *worker) {
 			w.Do(ctx, program.Crash{W: name})
 			if w.w.TxBound {
 				// A worker whose claims hold its transaction dies with its connection.
-				_ = r.in.Terminate(ctx, w.c.PID())
-				w.c.Lost()
+				_ = w.c.Crash(ctx)
 				w.s.Holding = false
 			}
 		case "complete older": // a restarted worker presenting an older token
