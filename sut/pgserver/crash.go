@@ -1,0 +1,251 @@
+package pgserver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Crash and restart: a server started with Options.Crash can be killed with SIGKILL, as a
+// crash would end it, and started again on the same data directory, where it runs crash
+// recovery. Only the local and docker backends own their server; the dsn backend refuses.
+
+// errCrashDSN is why a crash test cannot run against PGQCHECK_DSN.
+var errCrashDSN = errorf("a crash test kills -9 and restarts the server, and PGQCHECK_PG=dsn names one this suite does not own; use PGQCHECK_PG=local or PGQCHECK_PG=docker")
+
+// crashExitTimeout bounds the wait for a killed server's processes to be gone.
+const crashExitTimeout = 10 * time.Second
+
+// CrashUnsupported says why this server cannot be crashed and restarted, in one line that
+// names the fix ("" when it can).
+func (s *Server) CrashUnsupported() string {
+	switch {
+	case s.Backend == BackendDSN:
+		return strings.TrimPrefix(errCrashDSN.Error(), "pgqcheck: ")
+	case !s.durable:
+		return "the server was started without Options.Crash (fsync and synchronous_commit on, a data directory that survives a restart); start one with it"
+	}
+	return ""
+}
+
+// Crash kills the postmaster with SIGKILL and returns once none of the server's processes is
+// left: the local cluster's backends, or the container, which stops with its postmaster.
+// Sessions are cut; transactions not yet committed are gone; what committed must survive
+// (the server runs with fsync and synchronous_commit on). Restart brings it back.
+func (s *Server) Crash(ctx context.Context) error {
+	if why := s.CrashUnsupported(); why != "" {
+		return errorf("cannot crash %s: %s", s.Where, why)
+	}
+	if s.isClosed() {
+		return errorf("Crash on a closed server (%s)", s.Where)
+	}
+	if s.local != nil {
+		return s.local.crash()
+	}
+	return s.docker.crash(ctx)
+}
+
+// Restart starts a crashed server again on the same data directory, at the same address, and
+// returns once it accepts sessions (crash recovery done). Sessions must reconnect.
+func (s *Server) Restart(ctx context.Context) error {
+	if why := s.CrashUnsupported(); why != "" {
+		return errorf("cannot restart %s: %s", s.Where, why)
+	}
+	if s.isClosed() {
+		return errorf("Restart on a closed server (%s)", s.Where)
+	}
+	if s.local != nil {
+		return s.local.restart(ctx, s.dsnFor("postgres"))
+	}
+	return s.docker.restart(ctx)
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// DataDir is where a local cluster keeps its data ("" for the other backends): tests use it
+// to find what a server left behind.
+func (s *Server) DataDir() string {
+	if s.local == nil {
+		return ""
+	}
+	return s.local.dataDir
+}
+
+// Dir is the local cluster's temporary directory (socket, log, data), removed by Close; ""
+// for the other backends.
+func (s *Server) Dir() string {
+	if s.local == nil {
+		return ""
+	}
+	return s.local.dir
+}
+
+// ContainerID is the docker backend's container ("" for the other backends).
+func (s *Server) ContainerID() string {
+	if s.docker == nil {
+		return ""
+	}
+	return s.docker.id
+}
+
+var settingRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*=.*$`)
+
+func checkSettings(list []string) error {
+	for _, kv := range list {
+		if !settingRE.MatchString(kv) || strings.ContainsAny(kv, "\n\r") {
+			return errorf("server setting %q is not name=value; write it as e.g. synchronous_commit=off", kv)
+		}
+	}
+	return nil
+}
+
+// settingArgs are the server settings a backend starts with, as -c arguments. By default the
+// server trades durability for speed (nothing here survives a machine crash anyway); a crash
+// test needs every acknowledged commit to survive, so Options.Crash turns it back on.
+// Options.Settings come last and win.
+func settingArgs(o Options) []string {
+	durability := "off"
+	if o.Crash {
+		durability = "on"
+	}
+	args := []string{
+		"-c", "fsync=" + durability,
+		"-c", "synchronous_commit=" + durability,
+		"-c", "full_page_writes=" + durability,
+	}
+	for _, kv := range o.Settings {
+		args = append(args, "-c", kv)
+	}
+	return args
+}
+
+// crash kills the postmaster with SIGKILL, then waits for its backends, which notice their
+// postmaster's death, to exit; those still there after crashExitTimeout are killed too. A new
+// postmaster cannot start while an old backend holds the shared memory.
+func (c *localCluster) crash() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errorf("local Postgres: crash after the cluster was stopped")
+	}
+	select {
+	case <-c.done:
+		return errorf("local Postgres: crash, but the postmaster (pid %d) is not running; Restart it first", c.pid)
+	default:
+	}
+	_ = c.proc.Signal(syscall.SIGKILL)
+	select {
+	case <-c.done:
+	case <-time.After(crashExitTimeout):
+		return errorf("local Postgres: postmaster pid %d did not die of SIGKILL within %s", c.pid, crashExitTimeout)
+	}
+	return c.killOrphans(crashExitTimeout)
+}
+
+// restart starts a new postmaster on the crashed cluster's data directory and waits until it
+// accepts sessions.
+func (c *localCluster) restart(ctx context.Context, dsn string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errorf("local Postgres: restart after the cluster was stopped")
+	}
+	select {
+	case <-c.done:
+	default:
+		return errorf("local Postgres: restart, but the postmaster (pid %d) is running; Crash it first", c.pid)
+	}
+	if err := c.startPostmaster(); err != nil {
+		return err
+	}
+	return c.waitReady(ctx, dsn)
+}
+
+// killOrphans waits up to grace for the postmaster's process group (its backends) to be gone,
+// then kills what is left of it with SIGKILL. The group is the postmaster's own (Setpgid), so
+// only processes this cluster forked are in it.
+func (c *localCluster) killOrphans(grace time.Duration) error {
+	pgid := c.pid
+	if pgid <= 0 {
+		return nil
+	}
+	deadline := time.Now().Add(grace)
+	for groupAlive(pgid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !groupAlive(pgid) {
+		return nil
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for deadline = time.Now().Add(5 * time.Second); groupAlive(pgid); {
+		if time.Now().After(deadline) {
+			return errorf("local Postgres: processes of group %d (the crashed postmaster's backends) survive SIGKILL", pgid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// groupAlive reports whether a live (not zombie) process is in process group pgid. An orphan
+// is reaped by whoever adopts it, maybe late, so a zombie counts as gone.
+func groupAlive(pgid int) bool {
+	return len(GroupMembers(pgid)) > 0
+}
+
+// GroupMembers lists the live processes of process group pgid.
+func GroupMembers(pgid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		// After "pid (comm)": state ppid pgrp ...
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// ProcessesUsing lists live processes whose command line or working directory names dir: what
+// a cluster in dir would have left running.
+func ProcessesUsing(dir string) []int {
+	if dir == "" {
+		return nil
+	}
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var out []int
+	for _, p := range cmdlines {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == os.Getpid() || !processAlive(pid) {
+			continue
+		}
+		b, _ := os.ReadFile(p)
+		cwd, _ := os.Readlink(filepath.Join(filepath.Dir(p), "cwd"))
+		if strings.Contains(string(b), dir) || cwd == dir || strings.HasPrefix(cwd, dir+"/") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
