@@ -28,6 +28,10 @@ type StressConfig struct {
 	ReportDir string
 	// CheckTimeout bounds the linearizability check (default 60s).
 	CheckTimeout time.Duration
+	// Crash, when set, is the server the run crashes and restarts Crashes times (default 1)
+	// while the traffic runs (see crash.go). It must serve this run alone.
+	Crash   Crasher
+	Crashes int
 }
 
 func (c StressConfig) withDefaults() StressConfig {
@@ -55,7 +59,7 @@ func (c StressConfig) withDefaults() StressConfig {
 	if c.CheckTimeout <= 0 {
 		c.CheckTimeout = time.Minute
 	}
-	return c
+	return c.crashDefaults()
 }
 
 // Result is what a stress run did and what the checks concluded.
@@ -67,6 +71,7 @@ type Result struct {
 	ReportDir string        // the report folder, when the verdict is a failure
 	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
 	CheckTime time.Duration
+	Crashes   []Crash // the crash rounds, when StressConfig.Crash was set
 }
 
 // Failed reports whether the run found a violation.
@@ -74,6 +79,9 @@ func (r *Result) Failed() bool { return r.Verdict != nil && !r.Verdict.OK }
 
 func (r *Result) String() string {
 	s := fmt.Sprintf("stress seed %d: %s in %v; %s", r.Seed, r.Counts, r.Traffic.Round(time.Millisecond), r.Verdict)
+	if len(r.Crashes) > 0 {
+		s += "; " + crashSummary(r.Crashes)
+	}
 	if r.ReportDir != "" {
 		s += "\nreport: " + r.ReportDir
 	}
@@ -159,7 +167,11 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		wg.Add(1)
 		go func() { defer wg.Done(); ch.loop() }()
 	}
-	for deadline := start.Add(cfg.Duration); time.Now().Before(deadline) && rec.Len() < cfg.MaxOps && ctx.Err() == nil; {
+	var crashErr error
+	if cfg.Crash != nil {
+		res.Crashes, crashErr = r.crashRounds(start, dial)
+	}
+	for deadline := start.Add(cfg.Duration); crashErr == nil && time.Now().Before(deadline) && rec.Len() < cfg.MaxOps && ctx.Err() == nil; {
 		time.Sleep(10 * time.Millisecond)
 	}
 	r.stop.Store(true)
@@ -168,6 +180,9 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	res.Traffic = time.Since(start)
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if crashErr != nil {
+		return nil, crashErr
 	}
 
 	// Every other session is closed before the drain, so no row lock can be held while it

@@ -122,6 +122,12 @@ func settingArgs(o Options) []string {
 		"-c", "synchronous_commit=" + durability,
 		"-c", "full_page_writes=" + durability,
 	}
+	if o.Crash {
+		// After a crash the server first syncs every file of the data directory, one fsync
+		// each: 1.3 s of a 2.2 s restart in a trial here. syncfs does it in one call
+		// (PostgreSQL 14 and later).
+		args = append(args, "-c", "recovery_init_sync_method=syncfs")
+	}
 	for _, kv := range o.Settings {
 		args = append(args, "-c", kv)
 	}
@@ -170,58 +176,41 @@ func (c *localCluster) restart(ctx context.Context, dsn string) error {
 	return c.waitReady(ctx, dsn)
 }
 
-// killOrphans waits up to grace for the postmaster's process group (its backends) to be gone,
-// then kills what is left of it with SIGKILL. The group is the postmaster's own (Setpgid), so
-// only processes this cluster forked are in it.
+// killOrphans waits up to grace for the backends of a crashed postmaster to notice its death
+// and exit, then kills those left with SIGKILL. A new postmaster refuses to start while one of
+// them holds the old shared memory. PostgreSQL's children leave the postmaster's process
+// group (setsid), but every one of them runs in the data directory, which is this cluster's
+// own: that is how they are found.
 func (c *localCluster) killOrphans(grace time.Duration) error {
-	pgid := c.pid
-	if pgid <= 0 {
-		return nil
-	}
 	deadline := time.Now().Add(grace)
-	for groupAlive(pgid) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	for len(processesIn(c.dataDir)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
 	}
-	if !groupAlive(pgid) {
+	left := processesIn(c.dataDir)
+	if len(left) == 0 {
 		return nil
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	for deadline = time.Now().Add(5 * time.Second); groupAlive(pgid); {
+	for _, pid := range left {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for deadline = time.Now().Add(5 * time.Second); len(processesIn(c.dataDir)) > 0; {
 		if time.Now().After(deadline) {
-			return errorf("local Postgres: processes of group %d (the crashed postmaster's backends) survive SIGKILL", pgid)
+			return errorf("local Postgres: processes %v of the crashed server survive SIGKILL", processesIn(c.dataDir))
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 	return nil
 }
 
-// groupAlive reports whether a live (not zombie) process is in process group pgid. An orphan
-// is reaped by whoever adopts it, maybe late, so a zombie counts as gone.
-func groupAlive(pgid int) bool {
-	return len(GroupMembers(pgid)) > 0
-}
-
-// GroupMembers lists the live processes of process group pgid.
-func GroupMembers(pgid int) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+// processesIn lists the live processes whose working directory is dir.
+func processesIn(dir string) []int {
+	cwds, _ := filepath.Glob("/proc/[0-9]*/cwd")
 	var out []int
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
+	for _, p := range cwds {
+		if cwd, err := os.Readlink(p); err != nil || cwd != dir {
 			continue
 		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		// After "pid (comm)": state ppid pgrp ...
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && processAlive(pid) {
 			out = append(out, pid)
 		}
 	}

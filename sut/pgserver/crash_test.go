@@ -75,10 +75,8 @@ func TestCrashRestart(t *testing.T) {
 			if _, err := conn.Exec(ctx, "COMMIT"); err == nil {
 				t.Fatalf("COMMIT on a session of the crashed server succeeded")
 			}
-			if s.local != nil {
-				if left := GroupMembers(s.local.pid); len(left) > 0 {
-					t.Errorf("processes %v of the crashed postmaster's group still run", left)
-				}
+			if left := processesIn(s.DataDir()); s.local != nil && len(left) > 0 {
+				t.Errorf("processes %v of the crashed server still run in %s", left, s.DataDir())
 			}
 			begin = time.Now()
 			if err := s.Restart(ctx); err != nil {
