@@ -130,6 +130,7 @@ func (r *run) sleepUntil(t time.Time) bool {
 // crashChecks judges what a crash may not do, for each crash and restart in the history.
 // Porcupine judges every job's history across the crash as any other; these name the crash,
 // and cannot time out:
+//   - an acknowledged enqueue survives: the job is there after the restart;
 //   - an acknowledged completion survives: a job done before the crash (its completion
 //     returned 1, or a snapshot saw it done) is done after the restart, is not claimed again
 //     and accepts no completion again;
@@ -184,10 +185,11 @@ func acrossCrash(h *History, crash, restart int64) []*model.Violation {
 		what string
 		op   Op
 	}
-	done := map[int64]fact{}   // job -> what showed it done
-	gen := map[int64]fact{}    // job -> the highest generation acknowledged
-	claims := map[int64][]Op{} // timed claims acknowledged before the crash, per job
-	writes := map[int64][]Op{} // claims naming the job, completions, expiries: anything that may change it
+	existed := map[int64]bool{} // jobs whose enqueue was acknowledged
+	done := map[int64]fact{}    // job -> what showed it done
+	gen := map[int64]fact{}     // job -> the highest generation acknowledged
+	claims := map[int64][]Op{}  // timed claims acknowledged before the crash, per job
+	writes := map[int64][]Op{}  // claims naming the job, completions, expiries: anything that may change it
 	for _, o := range h.Ops {
 		in, out := o.Input, o.Output
 		if id, ok := model.JobOf(in, out); ok && out.Outcome != model.NotSent && out.Outcome != model.Aborted &&
@@ -198,6 +200,8 @@ func acrossCrash(h *History, crash, restart int64) []*model.Violation {
 			continue
 		}
 		switch {
+		case in.Kind == model.OpEnqueue:
+			existed[out.Job] = true
 		case in.Kind == model.OpComplete && out.Rows == 1:
 			done[in.Job] = fact{fmt.Sprintf("completion of generation %d returned 1", in.Gen), o}
 		case in.Kind == model.OpObserve && out.Found && out.State == model.Done:
@@ -232,8 +236,8 @@ func acrossCrash(h *History, crash, restart int64) []*model.Violation {
 		d, wasDone := done[id]
 		g, hadGen := gen[id]
 		switch {
-		case in.Kind == model.OpObserve && !res.Found && (wasDone || hadGen):
-			out = append(out, model.Violate(model.PRecovery, "job %d existed before the crash and is missing after the restart", id))
+		case in.Kind == model.OpObserve && !res.Found && (existed[id] || wasDone || hadGen):
+			out = append(out, model.Violate(model.PRecovery, "job %d existed before the crash (its enqueue was acknowledged, or a claim or snapshot saw it) and is missing after the restart", id))
 		case in.Kind == model.OpObserve && wasDone && res.State != model.Done:
 			out = append(out, model.Violate(model.PDoneOnce, "job %d was done before the crash (%s, by %s) and is %s after the restart: an acknowledged completion was lost", id, d.what, d.op.Session, res.State))
 		case in.Kind == model.OpClaim && wasDone:

@@ -2,7 +2,13 @@ package linear
 
 import (
 	"context"
+	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,10 +18,23 @@ import (
 	"pgqcheck/sut/pgserver"
 )
 
+// sabotageEnv makes crashServer's restarts fail on purpose: TestLinearCrashLeavesNothing runs
+// TestLinearCrashRestart so, in a process of its own, to see a failing crash test clean up.
+const sabotageEnv = "PGQCHECK_CRASH_SABOTAGE"
+
+// errSabotaged is the restart failure sabotageEnv asks for.
+var errSabotaged = errors.New("restart refused on purpose (" + sabotageEnv + ")")
+
+// sabotaged crashes its server for real and refuses to restart it, leaving it down.
+type sabotaged struct{ *pgserver.Server }
+
+func (s sabotaged) Restart(context.Context) error { return errSabotaged }
+
 // crashServer starts a server of its own in crash mode, on the backend PGQCHECK_PG chooses
 // (local or docker): a crash must not take down the server the other tests share. The dsn
 // backend cannot be crashed, and the test says so and skips. settings weaken it on purpose.
-func crashServer(t *testing.T, settings ...string) *pgserver.Server {
+// The Crasher is the server, or its sabotaged self under sabotageEnv.
+func crashServer(t *testing.T, settings ...string) (*pgserver.Server, Crasher) {
 	t.Helper()
 	o := pgserver.OptionsFromEnv()
 	if o.Kind == "dsn" || (o.Kind == "" || o.Kind == "auto") && o.DSN != "" {
@@ -28,13 +47,18 @@ func crashServer(t *testing.T, settings ...string) *pgserver.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pgserver.CleanupOnInterrupt(srv)
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
 			t.Error(err)
 		}
 	})
 	t.Logf("crash server: %s", srv.Banner())
-	return srv
+	t.Logf("crash server dir=%q container=%q", srv.Dir(), srv.ContainerID())
+	if os.Getenv(sabotageEnv) != "" {
+		return srv, sabotaged{srv}
+	}
+	return srv, srv
 }
 
 // installOn installs q in a database of its own on srv.
@@ -58,11 +82,11 @@ func installOn(t *testing.T, srv *pgserver.Server, q *sut.Queue) *sut.Installed 
 // crash and the restart, operations cut by the crash have unknown outcomes, and the drained
 // history passes every check (a false alarm here is a defect of the suite).
 func TestLinearCrashRestart(t *testing.T) {
-	srv := crashServer(t)
+	srv, crasher := crashServer(t)
 	for _, name := range []string{"seed", "subquery", "split"} {
 		t.Run(name, func(t *testing.T) {
 			in := installOn(t, srv, sut.MustBuiltin(name))
-			res, err := Stress(context.Background(), in, StressConfig{Duration: time.Second, Crash: srv, ReportDir: t.TempDir()})
+			res, err := Stress(context.Background(), in, StressConfig{Duration: time.Second, Crash: crasher, ReportDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,6 +163,7 @@ func TestLinearCrashChecksHandmade(t *testing.T) {
 		{"done job completed again", crashed(base().complete("w1", 31, 32, 1, 1, 1)), model.PDoneOnce, "accepted again"},
 		{"generation went back", crashed(see(base(), 31, 32, 2, model.Ready, 0, false, at(500, 501))), model.PGenerations, "a generation went back"},
 		{"generation reused", crashed(base().claim("w3", 31, 32, 2, 1)), model.PGenerations, "a generation was reused"},
+		{"enqueued job missing", crashed(base().enq(11, 12, 3).add("probe", 31, 32, model.Input{Kind: model.OpObserve, Job: 3}, model.Output{})), model.PRecovery, "missing after the restart"},
 		{"job missing", crashed(base().add("probe", 31, 32, model.Input{Kind: model.OpObserve, Job: 2}, model.Output{})), model.PRecovery, "missing after the restart"},
 		{"lease live while it runs", crashed(see(timed(withEnq3(), time.Second), 31, 32, 3, model.Running, 1, true, at(900, 901))), 0, ""},
 		{"lease over after its end", crashed(see(timed(withEnq3(), time.Second), 31, 32, 3, model.Running, 1, false, at(1200, 1201))), 0, ""},
@@ -171,5 +196,87 @@ func TestLinearCrashChecksHandmade(t *testing.T) {
 				t.Fatalf("crash checks fail a history without a crash: %v", vs)
 			}
 		})
+	}
+}
+
+// TestLinearCrashCatchesLostCommits: on a server whose commits are acknowledged before they
+// reach the log (synchronous_commit off, the WAL writer asleep), a crash loses acknowledged
+// completions, and the crash round must say so.
+func TestLinearCrashCatchesLostCommits(t *testing.T) {
+	srv, crasher := crashServer(t, "fsync=off", "synchronous_commit=off", "wal_writer_delay=10000ms")
+	in := installOn(t, srv, sut.MustBuiltin("seed"))
+	res, err := Stress(context.Background(), in, StressConfig{Duration: time.Second, Crash: crasher, ReportDir: t.TempDir(), CheckTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res)
+	if !res.Failed() {
+		t.Fatalf("a crash with asynchronous commits passed: %s", res)
+	}
+	// The crash checks themselves must see it, not only the drain's accounting.
+	var seen []string
+	for _, p := range res.Verdict.Problems {
+		if strings.Contains(p, "before the crash") {
+			seen = append(seen, p)
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatalf("no crash check saw the lost commits; the verdict: %s", strings.Join(res.Verdict.Problems, "; "))
+	}
+	t.Logf("%d crash-check problems, the first: %s", len(seen), seen[0])
+}
+
+// TestLinearCrashLeavesNothing runs TestLinearCrashRestart in a process of its own with its
+// restarts refused on purpose, so that it fails with the server down, and then looks for what
+// that process left: its cluster directory, a process running in it, its container, any
+// /tmp/pgqcheck-* directory it owned.
+func TestLinearCrashLeavesNothing(t *testing.T) {
+	if o := pgserver.OptionsFromEnv(); o.Kind == "dsn" || (o.Kind == "" || o.Kind == "auto") && o.DSN != "" {
+		t.Skip("PGQCHECK_PG=dsn: the suite cannot kill -9 and restart a server it does not own; run the crash tests with PGQCHECK_PG=local or docker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestLinearCrashRestart$/^seed$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), sabotageEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("TestLinearCrashRestart passed with its restarts refused:\n%s", out)
+	}
+	if !strings.Contains(string(out), errSabotaged.Error()) {
+		t.Fatalf("TestLinearCrashRestart failed, but not on the refused restart (%v):\n%s", err, out)
+	}
+	m := regexp.MustCompile(`crash server dir="([^"]*)" container="([^"]*)"`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("the child did not say where its server was:\n%s", out)
+	}
+	dir, id := string(m[1]), string(m[2])
+	if dir == "" && id == "" {
+		t.Fatalf("the child's server had neither a directory nor a container:\n%s", out)
+	}
+	if dir != "" {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("the failed crash test left its cluster directory %s (%v)", dir, err)
+		}
+		if pids := pgserver.ProcessesUsing(dir); len(pids) > 0 {
+			t.Errorf("the failed crash test left processes %v running in %s", pids, dir)
+		}
+	}
+	if id != "" {
+		exists, err := pgserver.ContainerExists(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exists {
+			t.Errorf("the failed crash test left container %.12s", id)
+		}
+	}
+	owned, _ := filepath.Glob("/tmp/pgqcheck-*/owner.pid")
+	for _, f := range owned {
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(cmd.Process.Pid) {
+			t.Errorf("the failed crash test left %s", filepath.Dir(f))
+		}
+	}
+	if !t.Failed() {
+		t.Logf("the sabotaged crash test failed as it should (%v) and left nothing (dir %q, container %q)", err, dir, id)
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
 )
 
 // Crash and restart: a server started with Options.Crash can be killed with SIGKILL, as a
@@ -237,4 +240,23 @@ func ProcessesUsing(dir string) []int {
 		}
 	}
 	return out
+}
+
+// ContainerExists reports whether the container id still exists, running or not: tests use it
+// to check that nothing outlived a server.
+func ContainerExists(ctx context.Context, id string) (bool, error) {
+	p, err := dockerProvider(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer p.Close()
+	ictx, cancel := context.WithTimeout(ctx, dockerCheckTimeout)
+	defer cancel()
+	if _, err := p.Client().ContainerInspect(ictx, id, client.ContainerInspectOptions{}); err != nil {
+		if errdefs.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
