@@ -350,16 +350,17 @@ type stressOutcome struct {
 	Ops     int64
 	Counts  Counts
 	Finding *Finding
+	Crashes []linear.Crash // its crash rounds, when it crashed the server
 }
 
 // runStress runs free-running concurrent traffic with injected faults for d, then a drain and
 // the checks. A failing run's report folder goes under reportDir.
-func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir string) (*stressOutcome, error) {
-	res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: d, Seed: seed, ReportDir: reportDir})
+func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir string, crash linear.Crasher) (*stressOutcome, error) {
+	res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: d, Seed: seed, ReportDir: reportDir, Crash: crash})
 	if err != nil {
 		return nil, err
 	}
-	o := &stressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts}
+	o := &stressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Crashes: res.Crashes}
 	if !res.Failed() {
 		return o, nil
 	}

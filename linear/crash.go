@@ -33,7 +33,10 @@ const CrashProbeLease = time.Second
 
 // afterRestart is how long traffic goes on at least after the last restart, so that every
 // crash round has traffic on the restarted server.
-const afterRestart = 300 * time.Millisecond
+const (
+	afterRestart    = 300 * time.Millisecond
+	afterRestartOps = 200
+)
 
 // Crash is one crash and restart of a stress run.
 type Crash struct {
@@ -56,6 +59,7 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 	probe.halt = r.halt
 	var out []Crash
 	var last time.Time
+	opsAtRestart := 0
 	for i := 0; i < cfg.Crashes && !r.stopped(); i++ {
 		at := start.Add(cfg.Duration * time.Duration(i+1) / time.Duration(cfg.Crashes+1))
 		if !r.sleepUntil(at) {
@@ -86,7 +90,7 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 			return out, fmt.Errorf("crash round %d: %w", i+1, err)
 		}
 		c.Down = time.Since(begin)
-		last = time.Now()
+		last, opsAtRestart = time.Now(), r.rec.Len()
 		// Every job, at once: what the crash must not have undone.
 		pc.Do(r.ctx, &Flight{Stmt: program.Stmt{Kind: program.KSnapshot}, Known: r.knownIDs()})
 		if c.Probe != nil {
@@ -94,7 +98,14 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 		}
 		out = append(out, c)
 	}
-	r.sleepUntil(last.Add(afterRestart))
+	// Traffic on the restarted server: afterRestart, and at least afterRestartOps operations
+	// (a loaded machine may take a while to reconnect everyone), within reason.
+	minEnd, maxEnd := last.Add(afterRestart), last.Add(10*time.Second)
+	for r.sleepUntil(time.Now().Add(10 * time.Millisecond)) {
+		if now := time.Now(); now.After(maxEnd) || now.After(minEnd) && r.rec.Len()-opsAtRestart >= afterRestartOps {
+			break
+		}
+	}
 	pc.Close()
 	return out, nil
 }

@@ -82,11 +82,12 @@ func installOn(t *testing.T, srv *pgserver.Server, q *sut.Queue) *sut.Installed 
 // crash and the restart, operations cut by the crash have unknown outcomes, and the drained
 // history passes every check (a false alarm here is a defect of the suite).
 func TestLinearCrashRestart(t *testing.T) {
+	t.Parallel()
 	srv, crasher := crashServer(t)
 	for _, name := range []string{"seed", "subquery", "split"} {
 		t.Run(name, func(t *testing.T) {
 			in := installOn(t, srv, sut.MustBuiltin(name))
-			res, err := Stress(context.Background(), in, StressConfig{Duration: time.Second, Crash: crasher, ReportDir: t.TempDir()})
+			res, err := Stress(context.Background(), in, StressConfig{Duration: 800 * time.Millisecond, Crash: crasher, ReportDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,9 +204,10 @@ func TestLinearCrashChecksHandmade(t *testing.T) {
 // reach the log (synchronous_commit off, the WAL writer asleep), a crash loses acknowledged
 // completions, and the crash round must say so.
 func TestLinearCrashCatchesLostCommits(t *testing.T) {
+	t.Parallel()
 	srv, crasher := crashServer(t, "fsync=off", "synchronous_commit=off", "wal_writer_delay=10000ms")
 	in := installOn(t, srv, sut.MustBuiltin("seed"))
-	res, err := Stress(context.Background(), in, StressConfig{Duration: time.Second, Crash: crasher, ReportDir: t.TempDir(), CheckTimeout: 10 * time.Second})
+	res, err := Stress(context.Background(), in, StressConfig{Duration: 800 * time.Millisecond, Crash: crasher, ReportDir: t.TempDir(), CheckTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +233,7 @@ func TestLinearCrashCatchesLostCommits(t *testing.T) {
 // that process left: its cluster directory, a process running in it, its container, any
 // /tmp/pgqcheck-* directory it owned.
 func TestLinearCrashLeavesNothing(t *testing.T) {
+	t.Parallel()
 	if o := pgserver.OptionsFromEnv(); o.Kind == "dsn" || (o.Kind == "" || o.Kind == "auto") && o.DSN != "" {
 		t.Skip("PGQCHECK_PG=dsn: the suite cannot kill -9 and restart a server it does not own; run the crash tests with PGQCHECK_PG=local or docker")
 	}
