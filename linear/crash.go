@@ -23,6 +23,7 @@ type Crasher interface {
 const (
 	FaultCrash   = "crash"
 	FaultRestart = "restart"
+	CrashTarget  = "server" // what they befall: every session at once
 )
 
 // CrashProbeLease is the lease the crash probe claims just before each crash and never
@@ -71,7 +72,7 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 			c.Probe = &t
 		}
 		begin := time.Now()
-		r.rec.Fault(FaultCrash, "server")
+		r.rec.Fault(FaultCrash, CrashTarget)
 		if err := cfg.Crash.Crash(r.ctx); err != nil {
 			return out, fmt.Errorf("crash round %d: %w", i+1, err)
 		}
@@ -82,7 +83,7 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 		pc.Lost()
 		err := cfg.Crash.Restart(r.ctx)
 		if err == nil {
-			r.rec.Fault(FaultRestart, "server")
+			r.rec.Fault(FaultRestart, CrashTarget)
 			err = r.in.ReconnectAdmin(r.ctx)
 		}
 		r.chaosTurn.Unlock()

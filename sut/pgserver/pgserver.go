@@ -10,6 +10,9 @@
 //   - local: an ephemeral cluster (initdb + postgres in a temp dir, unix
 //     socket only, fsync off) from the PostgreSQL binaries on the machine.
 //
+// A server started with Options.Crash (local or docker) can be killed with SIGKILL and
+// restarted on the same data directory: Server.Crash, Server.Restart (see crash.go).
+//
 // "auto" (the default) picks dsn if PGQCHECK_DSN is set, else docker if an
 // engine answers and the image is present, else local if binaries are found.
 //
