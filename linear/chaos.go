@@ -50,39 +50,34 @@ func (ch *chaos) loop() {
 	var watched time.Time
 	for !r.stopped() {
 		time.Sleep(time.Duration(300+ch.rng.IntN(1200)) * time.Microsecond)
-		r.chaosTurn.RLock()
-		ch.turn(&watched)
-		r.chaosTurn.RUnlock()
-	}
-}
-
-// turn is one of the chaos goroutine's turns.
-func (ch *chaos) turn(watched *time.Time) {
-	if ch.nearLeaseEnd() && time.Since(*watched) >= leaseWatchEvery {
-		// Snapshots land around the end of a lease a paused worker holds, where lease_live
-		// turns false.
-		*watched = time.Now()
-		ch.snapshot()
-	}
-	switch draw(ch.rng, ChaosWeights) {
-	case "expire":
-		ch.expire()
-	case "lock":
-		if ch.locker != nil {
-			ch.lock()
-		} else {
+		r.chaosTurn.RLock() // a crash round waits for the turn to end (see crashRounds)
+		if ch.nearLeaseEnd() && time.Since(watched) >= leaseWatchEvery {
+			// Snapshots land around the end of a lease a paused worker holds, where lease_live
+			// turns false.
+			watched = time.Now()
+			ch.snapshot()
+		}
+		switch draw(ch.rng, ChaosWeights) {
+		case "expire":
 			ch.expire()
+		case "lock":
+			if ch.locker != nil {
+				ch.lock()
+			} else {
+				ch.expire()
+			}
+		case "cancel":
+			if w := ch.anyWorker(); w != nil {
+				ch.cancel(w)
+			}
+		case "terminate":
+			if w := ch.anyWorker(); w != nil {
+				ch.terminate(w)
+			}
+		case "snapshot":
+			ch.snapshot()
 		}
-	case "cancel":
-		if w := ch.anyWorker(); w != nil {
-			ch.cancel(w)
-		}
-	case "terminate":
-		if w := ch.anyWorker(); w != nil {
-			ch.terminate(w)
-		}
-	case "snapshot":
-		ch.snapshot()
+		r.chaosTurn.RUnlock()
 	}
 }
 

@@ -61,7 +61,7 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 	var out []Crash
 	var last time.Time
 	opsAtRestart := 0
-	for i := 0; i < cfg.Crashes && !r.stopped(); i++ {
+	for i := 0; i < cfg.Crashes && !r.stopped() && r.rec.Len() < cfg.MaxOps; i++ {
 		at := start.Add(cfg.Duration * time.Duration(i+1) / time.Duration(cfg.Crashes+1))
 		if !r.sleepUntil(at) {
 			break
