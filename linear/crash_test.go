@@ -223,7 +223,7 @@ func TestLinearCrashCatchesLostCommits(t *testing.T) {
 		}
 	}
 	if len(seen) == 0 {
-		t.Fatalf("no crash check saw the lost commits; the verdict: %s", strings.Join(res.Verdict.Problems, "; "))
+		t.Fatalf("no crash check saw the lost commits; the verdict: %s\n%s", strings.Join(res.Verdict.Problems, "; "), res.Verdict.Explanation)
 	}
 	t.Logf("%d crash-check problems, the first: %s", len(seen), seen[0])
 }
