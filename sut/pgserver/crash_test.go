@@ -33,6 +33,7 @@ func crashBackends(t *testing.T) []Options {
 // there after the restart, the transaction open at the crash is not, the settings are the
 // durable ones, the address is the same, and Close leaves nothing behind.
 func TestCrashRestart(t *testing.T) {
+	t.Parallel()
 	for _, o := range crashBackends(t) {
 		t.Run(o.Kind, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -111,6 +112,7 @@ func TestCrashRestart(t *testing.T) {
 
 // TestCloseCrashed closes a server that crashed and was never restarted: nothing is left.
 func TestCloseCrashed(t *testing.T) {
+	t.Parallel()
 	for _, o := range crashBackends(t) {
 		t.Run(o.Kind, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
