@@ -47,9 +47,9 @@ type Crash struct {
 
 // crashRounds crashes and restarts the server cfg.Crashes times during the traffic, evenly
 // spread over cfg.Duration, while workers, enqueuer and chaos run on. Just before each crash
-// the probe claims a job with CrashProbeLease; after each restart it observes every job at
-// once, then its own job around the end of its lease. It returns once the traffic has run
-// afterRestart past the last restart.
+// the probe enqueues a job and claims one with CrashProbeLease; after each restart it
+// observes every job at once, then its own job around the end of its lease. It returns once
+// the restarted server has seen afterRestart and afterRestartOps of traffic.
 func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) ([]Crash, error) {
 	cfg := r.cfg
 	pc, err := dial("probe")
