@@ -26,11 +26,15 @@ const (
 	CrashTarget  = "server" // what they befall: every session at once
 )
 
-// CrashProbeLease is the lease the crash probe claims just before each crash and never
-// completes: a lease running across the crash, whose end the probe watches after the restart
-// (a local restart takes about a quarter of a second here, so it mostly ends after it; a docker
-// restart takes longer, and it ends while the server is down, which must be seen too).
-const CrashProbeLease = time.Second
+// CrashProbeLeases are the leases the crash probe claims just before each crash, one job each,
+// and never completes: leases running across the crash. The short one ends about when the
+// server comes back (a local restart took a quarter to one and a half seconds here, a docker
+// one one to five), and the probe watches its end; the long one outlives any restart, so the
+// restarted server must still show it live.
+var CrashProbeLeases = []time.Duration{time.Second, 30 * time.Second}
+
+// watchWithin: the probe watches a lease's end only if it comes this soon after the restart.
+const watchWithin = 2 * time.Second
 
 // afterRestart is how long traffic goes on at least after the last restart, so that every
 // crash round has traffic on the restarted server.
@@ -41,14 +45,14 @@ const (
 
 // Crash is one crash and restart of a stress run.
 type Crash struct {
-	Down  time.Duration // from the kill until the restarted server accepted sessions
-	Probe *program.Token
+	Down   time.Duration   // from the kill until the restarted server accepted sessions
+	Probes []program.Token // the probe's claims just before the crash
 }
 
 // crashRounds crashes and restarts the server cfg.Crashes times during the traffic, evenly
 // spread over cfg.Duration, while workers, enqueuer and chaos run on. Just before each crash
-// the probe enqueues a job and claims one with CrashProbeLease; after each restart it
-// observes every job at once, then its own job around the end of its lease. It returns once
+// the probe enqueues jobs and claims one with each of CrashProbeLeases; after each restart it
+// observes every job at once, then its jobs around the ends of their leases, if soon. It returns once
 // the restarted server has seen afterRestart and afterRestartOps of traffic.
 func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) ([]Crash, error) {
 	cfg := r.cfg
@@ -67,14 +71,15 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 			break
 		}
 		var c Crash
-		// A job of its own first, so that the claim finds one even when the workers have
-		// emptied the queue.
-		if res := probe.one(r.ctx, program.Enqueue{S: pc.Name, N: 1}); res.Err == nil {
-			r.noteEnqueued(res.Out.Job)
-		}
-		if res := probe.one(r.ctx, program.Claim{S: pc.Name, Lease: CrashProbeLease}); res.Err == nil && res.Out.Found {
-			t := probe.s.Tokens[len(probe.s.Tokens)-1]
-			c.Probe = &t
+		for _, lease := range CrashProbeLeases {
+			// A job of its own first, so that the claim finds one even when the workers
+			// have emptied the queue.
+			if res := probe.one(r.ctx, program.Enqueue{S: pc.Name, N: 1}); res.Err == nil {
+				r.noteEnqueued(res.Out.Job)
+			}
+			if res := probe.one(r.ctx, program.Claim{S: pc.Name, Lease: lease}); res.Err == nil && res.Out.Found {
+				c.Probes = append(c.Probes, probe.s.Tokens[len(probe.s.Tokens)-1])
+			}
 		}
 		begin := time.Now()
 		if err := cfg.Crash.Crash(r.ctx); err != nil {
@@ -102,8 +107,10 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 		last, opsAtRestart = time.Now(), r.rec.Len()
 		// Every job, at once: what the crash must not have undone.
 		pc.Do(r.ctx, &Flight{Stmt: program.Stmt{Kind: program.KSnapshot}, Known: r.knownIDs()})
-		if c.Probe != nil {
-			r.watchLease(pc, *c.Probe)
+		for _, t := range c.Probes {
+			if t.Until.To != model.Never && t.Until.To-r.rec.DB.Estimate() < watchWithin {
+				r.watchLease(pc, t)
+			}
 		}
 		out = append(out, c)
 	}

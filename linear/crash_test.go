@@ -122,6 +122,27 @@ func TestLinearCrashRestart(t *testing.T) {
 				}
 			}
 			t.Logf("%d completions before the crash, %d after the restart, %d operations cut by the crash (unknown outcome), down %v", before, after, unknown, res.Crashes[0].Down)
+			for _, p := range res.Crashes[0].Probes {
+				live, over := 0, 0
+				for _, o := range res.History.Ops {
+					if o.Input.Kind == model.OpObserve && o.Input.Job == p.ID && o.Call > crash && o.Output.State == model.Running && o.Output.Gen == p.Gen {
+						if o.Output.Live {
+							live++
+						} else {
+							over++
+						}
+					}
+				}
+				t.Logf("the probe's job %d (%v lease) seen after the crash at its generation: %d times live, %d times over", p.ID, p.Lease, live, over)
+				// The long lease outlives the restart: the snapshot of every job right after
+				// it sees it live, which is what the crash checks' lease rule judges.
+				if p.Lease == CrashProbeLeases[len(CrashProbeLeases)-1] && live == 0 {
+					t.Errorf("the probe's %v lease was never seen live after the restart: the crash checks' lease rule had nothing to judge", p.Lease)
+				}
+			}
+			if len(res.Crashes[0].Probes) == 0 {
+				t.Errorf("the probe claimed nothing before the crash")
+			}
 			if before == 0 || after == 0 {
 				t.Errorf("%d completions before the crash and %d after the restart: the traffic did not run on both sides of it", before, after)
 			}
