@@ -43,13 +43,16 @@ type Config struct {
 	Log, Progress io.Writer
 	// TTY: Progress is a terminal, so the progress line is rewritten in place.
 	TTY bool
+	// Crash: each stress round crashes and restarts Server once (see crash.go).
+	Crash bool
 }
 
 type campaign struct {
 	cfg       Config
 	saver     *Saver
 	tally     Tally
-	clearLine string // erases the progress line before a message, on a terminal
+	crashes   *CrashTally // nil unless Config.Crash
+	clearLine string      // erases the progress line before a message, on a terminal
 
 	mu       sync.Mutex
 	failures []*Failure
@@ -64,6 +67,12 @@ type campaign struct {
 // A non-nil error without a report means nothing ran: the environment failed first.
 func Run(soft, hard context.Context, cfg Config) (*Report, error) {
 	cp := &campaign{cfg: cfg, saver: &Saver{Root: cfg.Root, Reports: cfg.ReportDir}, byProp: map[Property]bool{}}
+	if err := checkCrash(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Crash {
+		cp.crashes = &CrashTally{}
+	}
 	if cp.cfg.Log == nil {
 		cp.cfg.Log = io.Discard
 	}
@@ -178,6 +187,9 @@ func (cp *campaign) startWorkers(ctx context.Context) ([]worker, func(), error) 
 		}
 		undo = append(undo, in.Close)
 		w := &Worker{Index: i, Queue: cp.cfg.Queue, In: in, Seed: cp.cfg.Seed, ShrinkTime: cp.cfg.ShrinkTime, Tally: &cp.tally, Saver: cp.saver}
+		if cp.crashes != nil {
+			w.Crash, w.Crashes = cp.cfg.Server, cp.crashes
+		}
 		h, err := cp.cfg.Mode.Start(ctx, w)
 		if err != nil {
 			return nil, cleanup, err
@@ -254,6 +266,9 @@ func (cp *campaign) report() *Report {
 		HarnessErrors: cp.harness,
 		Stress:        cp.tally.latestStress(),
 		NotPromised:   cp.tally.firstNotPromised(),
+	}
+	if cp.crashes != nil {
+		rep.Crashes = cp.crashes.snapshot()
 	}
 	if s := elapsed.Seconds(); s > 0 {
 		rep.ChecksPerS = float64(t.Checks) / s

@@ -361,17 +361,18 @@ type stressOutcome struct {
 	Finding   *Finding
 	// NotPromised is the first thing the run saw the queue do that it does not promise.
 	NotPromised *Finding
+	Crashes     []linear.Crash // its crash rounds, when it crashed the server
 }
 
 // runStress runs free-running concurrent traffic with injected faults for d, then a drain and
 // the checks. A failing run's report folder goes under reportDir; a passing one's is written
 // to passDir (replacing the one before) when passDir is set.
-func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir, passDir string) (*stressOutcome, error) {
-	res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: d, Seed: seed, ReportDir: reportDir, PassDir: passDir})
+func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir, passDir string, crash linear.Crasher) (*stressOutcome, error) {
+	res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: d, Seed: seed, ReportDir: reportDir, PassDir: passDir, Crash: crash})
 	if err != nil {
 		return nil, err
 	}
-	o := &stressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Measures: res.Measures, ReportDir: res.ReportDir}
+	o := &stressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Measures: res.Measures, ReportDir: res.ReportDir, Crashes: res.Crashes}
 	if np := res.Verdict.NotPromised; len(np) > 0 {
 		o.NotPromised = &Finding{Violation: np[0], Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir}
 	}

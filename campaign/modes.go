@@ -41,6 +41,10 @@ type Worker struct {
 	CatchOnly bool
 	Tally     *Tally
 	Saver     *Saver
+	// Crash is the server a stress round crashes and restarts (nil: none), and Crashes
+	// counts those rounds.
+	Crash   linear.Crasher
+	Crashes *CrashTally
 }
 
 // Hunter runs a worker's rounds.
@@ -183,7 +187,10 @@ func (h *stressHunter) Close() {}
 
 func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	begin := time.Now()
-	o, err := runStress(ctx, h.w.In, RoundSeed(h.w.Seed, h.w.Index, n), stressRound, h.dir, h.pass)
+	o, err := runStress(ctx, h.w.In, RoundSeed(h.w.Seed, h.w.Index, n), stressRound, h.dir, h.pass, h.w.Crash)
+	if o != nil && h.w.Crashes != nil {
+		h.w.Crashes.add(o.Crashes)
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -61,6 +61,7 @@ type Report struct {
 	Stress        *StressRound `json:"stress,omitempty"`     // the latest stress round's shape
 	Verdict       string       `json:"verdict"`              // held, violated, error
 	Shards        []string     `json:"shards,omitempty"`
+	Crashes       *CrashTally  `json:"server_crashes,omitempty"` // crash rounds, when run
 }
 
 // StressRound is one stress round's shape: the seed's operational measures, and the measures
@@ -260,6 +261,9 @@ func (r *Report) Summary(w io.Writer) {
 	c := r.Counts
 	p("  claims %s (+%s empty), completions %s accepted / %s refused (%s with an older token), expiries %s, pauses %s, locks %s, drains %s",
 		num(c.Claims), num(c.EmptyClaims), num(c.Completions), num(c.RejectedCompletions), num(c.StaleTokenCompletion), num(c.Expiries), num(c.Pauses), num(c.Locks), num(c.Drains))
+	if r.Crashes != nil {
+		p("  server crashes: %s", r.Crashes)
+	}
 	if c.ClaimWaits > 0 {
 		p("  observed: %s claim(s) waited behind a row lock the stress chaos injected (exempt as an injected fault; Prop and scheduled mode judge skip-don't-wait strictly)", num(c.ClaimWaits))
 	}
@@ -455,6 +459,12 @@ func Merge(paths []string, rs []*Report) (*Report, error) {
 		m.ChecksPerS += r.ChecksPerS
 		m.OpsPerS += r.OpsPerS
 		m.Counts.Add(r.Counts)
+		if r.Crashes != nil {
+			if m.Crashes == nil {
+				m.Crashes = &CrashTally{}
+			}
+			m.Crashes.merge(r.Crashes)
+		}
 		m.Failures = append(m.Failures, r.Failures...)
 		if m.NotPromised == nil {
 			m.NotPromised = r.NotPromised

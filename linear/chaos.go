@@ -50,6 +50,7 @@ func (ch *chaos) loop() {
 	var watched time.Time
 	for !r.stopped() {
 		time.Sleep(time.Duration(300+ch.rng.IntN(1200)) * time.Microsecond)
+		r.chaosTurn.RLock() // a crash round waits for the turn to end (see crashRounds)
 		if ch.nearLeaseEnd() && time.Since(watched) >= leaseWatchEvery {
 			// Snapshots land around the end of a lease a paused worker holds, where lease_live
 			// turns false.
@@ -76,6 +77,7 @@ func (ch *chaos) loop() {
 		case "snapshot":
 			ch.snapshot()
 		}
+		r.chaosTurn.RUnlock()
 	}
 }
 

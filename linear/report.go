@@ -147,7 +147,8 @@ func CutToJob(h *History, job int64) *History {
 	}
 	cut.Faults = nil
 	for _, f := range h.Faults {
-		if sessions[f.Target] && f.At >= from && f.At <= to {
+		// A crash and its restart befall every job.
+		if (sessions[f.Target] || f.Target == CrashTarget) && f.At >= from && f.At <= to {
 			cut.Faults = append(cut.Faults, f)
 		}
 	}

@@ -33,6 +33,10 @@ type StressConfig struct {
 	PassDir string
 	// CheckTimeout bounds the linearizability check (default 60s).
 	CheckTimeout time.Duration
+	// Crash, when set, is the server the run crashes and restarts Crashes times (default 1)
+	// while the traffic runs (see crash.go). It must serve this run alone.
+	Crash   Crasher
+	Crashes int
 }
 
 func (c StressConfig) withDefaults() StressConfig {
@@ -60,7 +64,7 @@ func (c StressConfig) withDefaults() StressConfig {
 	if c.CheckTimeout <= 0 {
 		c.CheckTimeout = time.Minute
 	}
-	return c
+	return c.crashDefaults()
 }
 
 // Result is what a stress run did and what the checks concluded.
@@ -73,6 +77,7 @@ type Result struct {
 	Measures  *timeline.Measures
 	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
 	CheckTime time.Duration
+	Crashes   []Crash // the crash rounds, when StressConfig.Crash was set
 }
 
 // Failed reports whether the run found a violation.
@@ -80,6 +85,9 @@ func (r *Result) Failed() bool { return r.Verdict != nil && !r.Verdict.OK }
 
 func (r *Result) String() string {
 	s := fmt.Sprintf("stress seed %d: %s in %v; %s", r.Seed, r.Counts, r.Traffic.Round(time.Millisecond), r.Verdict)
+	if len(r.Crashes) > 0 {
+		s += "; " + crashSummary(r.Crashes)
+	}
 	if r.ReportDir != "" {
 		s += "\nreport: " + r.ReportDir
 	}
@@ -177,7 +185,11 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		wg.Add(1)
 		go func() { defer wg.Done(); r.rescue(resc) }()
 	}
-	for deadline := start.Add(cfg.Duration); time.Now().Before(deadline) && rec.Len() < cfg.MaxOps && ctx.Err() == nil; {
+	var crashErr error
+	if cfg.Crash != nil {
+		res.Crashes, crashErr = r.crashRounds(start, dial)
+	}
+	for deadline := start.Add(cfg.Duration); crashErr == nil && time.Now().Before(deadline) && rec.Len() < cfg.MaxOps && ctx.Err() == nil; {
 		time.Sleep(10 * time.Millisecond)
 	}
 	r.stop.Store(true)
@@ -186,6 +198,9 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	res.Traffic = time.Since(start)
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if crashErr != nil {
+		return nil, crashErr
 	}
 
 	// Every other session is closed before the drain, so no row lock can be held while it

@@ -108,6 +108,9 @@ type run struct {
 
 	stop atomic.Bool
 	halt chan struct{} // closed when the traffic stops
+	// chaosTurn: each chaos turn holds it for reading; a crash round takes it while the server
+	// restarts and the admin connection is replaced.
+	chaosTurn sync.RWMutex
 
 	workers []*worker
 

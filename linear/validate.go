@@ -76,8 +76,9 @@ func Check(h *History, timeout time.Duration) *Verdict {
 		v.Accounting = Account(h)
 		v.NotPromised = v.Accounting.NotPromised
 	}
+	crashed := crashChecks(h)
 	budget := timeout
-	if len(h.Findings) > 0 || v.Accounting != nil && len(v.Accounting.Problems) > 0 {
+	if len(h.Findings) > 0 || len(crashed) > 0 || v.Accounting != nil && len(v.Accounting.Problems) > 0 {
 		budget = min(timeout, SettledBudget)
 	}
 	lin := checkLinearizable(h, budget, v)
@@ -87,6 +88,10 @@ func Check(h *History, timeout time.Duration) *Verdict {
 	for _, f := range h.Findings {
 		v.Problems = append(v.Problems, f.Error())
 		first = append(first, f)
+	}
+	for _, p := range crashed {
+		v.Problems = append(v.Problems, p.Error())
+		first = append(first, p)
 	}
 	if v.Accounting != nil {
 		for _, p := range v.Accounting.Problems {

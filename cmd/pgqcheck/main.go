@@ -259,8 +259,14 @@ func (i *interrupts) stop() {
 
 // startServer starts Postgres as the environment says and prints its banner.
 func (c *cli) startServer(ctx context.Context) (*pgserver.Server, error) {
+	return c.startServerFor(ctx, false)
+}
+
+// startServerFor starts Postgres as startServer does, in crash mode (pgserver.Options.Crash)
+// when crash is set.
+func (c *cli) startServerFor(ctx context.Context, crash bool) (*pgserver.Server, error) {
 	o := pgserver.OptionsFromEnv()
-	o.Log = c.stdout
+	o.Log, o.Crash = c.stdout, crash
 	s, err := pgserver.Start(ctx, o)
 	if err != nil && ctx.Err() != nil {
 		return nil, &exitErr{exitError, "pgqcheck: interrupted while starting Postgres; nothing was left running"}

@@ -89,10 +89,13 @@ func TestUsageErrors(t *testing.T) {
 		{"measures of not a history", "", []string{"check-history", file, "-measures", filepath.Join(dir, "m.html")}, "is not a history"},
 		{"measures into a folder", "", []string{"check-history", file, "-measures", dir}, "-measures " + dir + " is a folder"},
 		{"unreachable DSN", "", []string{"walkthrough", "-o", filepath.Join(dir, "e.json")}, "PGQCHECK_DSN"},
+		{"crash in another mode", "", []string{"run", "--crash", "--mode", "sequential"}, "--crash runs stress rounds only (got --mode sequential)"},
+		{"crash with two workers", "", []string{"run", "--crash", "--mode", "stress", "--workers", "2"}, "--crash needs --workers 1"},
+		{"crash on a dsn server", "", []string{"run", "--crash", "--mode", "stress", "--duration", "1s", "--report", filepath.Join(dir, "reports")}, "PGQCHECK_PG=dsn names one this suite does not own"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("PGQCHECK_SQL_DIR", tc.env)
-			if tc.name == "unreachable DSN" {
+			if tc.name == "unreachable DSN" || tc.name == "crash on a dsn server" {
 				t.Setenv("PGQCHECK_PG", "dsn")
 				t.Setenv("PGQCHECK_DSN", "host="+dir+" port=1 user=nobody")
 			}
@@ -196,5 +199,34 @@ func TestRunSmoke(t *testing.T) {
 	merged := filepath.Join(t.TempDir(), "merged.json")
 	if r := pgqcheck(t, "report", "-merge", merged, files[0], files[0]); r.code != exitHeld || !strings.Contains(r.stdout, "merged from 2 shard reports") {
 		t.Errorf("report -merge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestRunCrash runs a crash campaign end to end: one stress round at least, with the server
+// killed and restarted in it, and the report counting it.
+func TestRunCrash(t *testing.T) {
+	t.Setenv("PGQCHECK_SQL_DIR", "")
+	if pg := os.Getenv("PGQCHECK_PG"); pg == "dsn" || (pg == "" || pg == "auto") && os.Getenv("PGQCHECK_DSN") != "" {
+		t.Skip("PGQCHECK_PG=dsn: the suite cannot kill -9 and restart a server it does not own; run it with PGQCHECK_PG=local or docker")
+	}
+	rep, corpus := t.TempDir(), t.TempDir()
+	r := pgqcheck(t, "run", "--mode", "stress", "--crash", "--duration", "1s", "--seed", "7", "--report", rep, "--corpus", corpus, "--plan-sizes", "")
+	if r.code != exitHeld || !strings.Contains(r.stdout, "server crashes: ") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(rep, "run-*.json"))
+	if len(files) != 1 {
+		t.Fatalf("want one report in %s, found %v", rep, files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report campaign.Report
+	if err := json.Unmarshal(b, &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Crashes == nil || report.Crashes.Rounds < 1 || report.Crashes.Rounds != report.Histories || report.Crashes.LongestDownS <= 0 {
+		t.Errorf("report: %d histories, crashes %+v; want one crash round per history", report.Histories, report.Crashes)
 	}
 }

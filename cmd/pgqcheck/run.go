@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,13 @@ also as fuzz/testdata/fuzz/FuzzScheduled/found-*), stress histories as
 testdata/histories/found-*.json. A concurrent failure also leaves a report folder
 (history, the failing job's timeline) next to the report (JSON and .txt) in --report.
 The same --seed and --workers repeat each worker's sequential and scheduled rounds.
+
+--crash (with --mode stress and --workers 1) makes every stress round a crash round: during its
+traffic the server is killed with SIGKILL and restarted on the same data directory, the
+sessions reconnect and the traffic goes on; the history, with the crash and the restart in its
+faults, is checked as any other, and also for what a crash must not undo (acknowledged enqueues
+and completions, generations, leases on the database clock). The server then runs with fsync
+and synchronous_commit on. It needs a server the suite owns: PGQCHECK_PG=local or docker.
 `
 
 func runCampaign(c *cli, args []string) error {
@@ -35,6 +43,7 @@ func runCampaign(c *cli, args []string) error {
 	reportDir := fs.String("report", "pgqcheck-reports", "folder for the report JSON and its summary")
 	modeName := fs.String("mode", campaign.AllModes, "how to search: "+campaign.AllModes+" (each in turn), or one or a comma-separated list of "+campaign.ModeNames())
 	keepGoing := fs.Bool("keep-going", false, "keep searching after a violation (one saved case per property)")
+	crash := fs.Bool("crash", false, "crash rounds: each stress round kills -9 the server once and restarts it (needs --mode stress, --workers 1, PGQCHECK_PG=local or docker)")
 	shrink := fs.Duration("shrink-time", 30*time.Second, "time rapid may spend shrinking a failure before saving it")
 	planSizes := fs.String("plan-sizes", "10000,100000", "done-row counts at which to measure the claim's cost (property 10) after the campaign; empty: skip")
 	root := fs.String("corpus", "", "module root under whose testdata/ failing cases are saved (default: the pgqcheck module above the working directory)")
@@ -60,6 +69,15 @@ func runCampaign(c *cli, args []string) error {
 	if err != nil {
 		return usageErrorf("run: %v", err)
 	}
+	if *crash && mode.Name() != "stress" {
+		return usageErrorf("run: --crash runs stress rounds only (got --mode %s); use --mode stress --crash", mode.Name())
+	}
+	if *crash && *workers != 1 {
+		if workersSet(fs) {
+			return usageErrorf("run: --crash needs --workers 1 (got %d): a crash takes down the server every worker shares", *workers)
+		}
+		*workers = 1
+	}
 	q, err := qf.load("run")
 	if err != nil {
 		return err
@@ -78,7 +96,7 @@ func runCampaign(c *cli, args []string) error {
 	}
 	*seed = randomSeed(*seed)
 
-	srv, err := c.startServer(c.sig.soft)
+	srv, err := c.startServerFor(c.sig.soft, *crash)
 	if err != nil {
 		return err
 	}
@@ -86,7 +104,7 @@ func runCampaign(c *cli, args []string) error {
 	c.sig.onSoft("pgqcheck: stopping after the current round and writing the report (press Ctrl-C again to abandon the round)")
 	rep, err := campaign.Run(c.sig.soft, c.sig.hard, campaign.Config{
 		Server: srv, Queue: q, Mode: mode, Workers: *workers, Seed: *seed, Duration: *duration, KeepGoing: *keepGoing,
-		ShrinkTime: *shrink, PlanSizes: sizes, Root: corpus, ReportDir: repDir,
+		ShrinkTime: *shrink, PlanSizes: sizes, Root: corpus, ReportDir: repDir, Crash: *crash,
 		Log: c.stdout, Progress: c.stderr, TTY: c.stderr == os.Stderr && isTerminal(os.Stderr),
 	})
 	if rep == nil {
@@ -122,4 +140,11 @@ func parseSizes(s string) ([]int, error) {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// workersSet reports whether --workers was given on the command line.
+func workersSet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "workers" })
+	return set
 }

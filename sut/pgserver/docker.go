@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -192,7 +194,7 @@ func imageMissingError(image string) error {
 // startDocker runs image ("" = the first of DefaultImages present) through
 // testcontainers' postgres module. It never pulls: a missing image is an
 // error at once.
-func startDocker(ctx context.Context, image string) (*Server, error) {
+func startDocker(ctx context.Context, image string, o Options) (*Server, error) {
 	p, err := dockerProvider(ctx)
 	if err != nil {
 		return nil, errorf("PGQCHECK_PG=docker but no Docker engine answers (%s); start Docker or use PGQCHECK_PG=local", rootCause(err))
@@ -214,32 +216,42 @@ func startDocker(ctx context.Context, image string) (*Server, error) {
 	host, _ := os.Hostname()
 	runCtx, cancel := context.WithTimeout(ctx, dockerReadyTimeout+30*time.Second)
 	defer cancel()
-	ctr, err := postgres.Run(runCtx, image,
+	opts := []testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(quietLogger),
 		testcontainers.WithLabels(map[string]string{
 			LabelApp:  "1",
 			LabelPID:  strconv.Itoa(os.Getpid()),
 			LabelHost: host,
 		}),
-		// The module's command is "postgres -c fsync=off"; add the rest of
-		// the settings the local backend uses.
-		testcontainers.WithCmdArgs(
-			"-c", "synchronous_commit=off",
-			"-c", "full_page_writes=off",
-			"-c", "max_connections=200",
-		),
-		// The cluster lives in memory: with the fuse-overlayfs storage
-		// driver initdb alone took 2.5 s on the container's own layer and
-		// 0.8 s on a tmpfs. The owner is the image's postgres user (uid
-		// 999 in Debian-based images and ours; an entrypoint that starts
-		// as root, like the official one's, chowns it anyway).
-		testcontainers.WithTmpfs(map[string]string{pgdata: "rw,uid=999,gid=999,mode=0700"}),
+		// The module's command is "postgres -c fsync=off"; the settings the local backend
+		// uses come after it, and a later -c wins.
+		testcontainers.WithCmdArgs(append(settingArgs(o), "-c", "max_connections=200")...),
 		// The module sets no wait strategy. The official image logs "ready
 		// to accept connections" twice (its init server listens on the
 		// socket only), an image from scripts/build-pg-image.sh once: a
 		// session over the mapped port is the test that fits both.
 		testcontainers.WithWaitStrategyAndDeadline(dockerReadyTimeout+5*time.Second, pgReady{timeout: dockerReadyTimeout}),
-	)
+	}
+	if o.Crash {
+		// A crash stops the container and a restart starts it again: the cluster lives on the
+		// container's own layer, which a restart keeps (a tmpfs would be empty again), and
+		// the host port is chosen here, since a restarted container may be given another.
+		port, err := freePort()
+		if err != nil {
+			return nil, errorf("docker: cannot find a free port for a crash-mode container: %v", err)
+		}
+		opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.PortBindings = network.PortMap{network.MustParsePort("5432/tcp"): {{HostPort: port}}}
+		}))
+	} else {
+		// The cluster lives in memory: with the fuse-overlayfs storage
+		// driver initdb alone took 2.5 s on the container's own layer and
+		// 0.8 s on a tmpfs. The owner is the image's postgres user (uid
+		// 999 in Debian-based images and ours; an entrypoint that starts
+		// as root, like the official one's, chowns it anyway).
+		opts = append(opts, testcontainers.WithTmpfs(map[string]string{pgdata: "rw,uid=999,gid=999,mode=0700"}))
+	}
+	ctr, err := postgres.Run(runCtx, image, opts...)
 	if err != nil {
 		if ctr != nil {
 			_ = terminate(ctr)
@@ -276,6 +288,7 @@ func startDocker(ctx context.Context, image string) (*Server, error) {
 	}
 	d := &dockerServer{ctr: ctr, id: id}
 	s.docker = d
+	s.durable = o.Crash
 	s.stop = func() error {
 		if err := terminate(ctr); err != nil {
 			return errorf("docker: cannot remove container %s: %s", short, rootCause(err))
@@ -373,4 +386,59 @@ func containerLogTail(t wait.StrategyTarget) string {
 	defer rc.Close()
 	b, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
 	return tail(b, 6)
+}
+
+// freePort returns a TCP port that was free on the loopback a moment ago.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	return port, err
+}
+
+// crash kills the container with SIGKILL, as `docker kill -s KILL` does: its first process
+// and, with it, the postmaster and every backend. (Killing the postmaster from inside is not
+// always possible: in the official image the postmaster is the container's first process,
+// which no signal sent from inside its namespace can kill.) It returns once the container has
+// stopped.
+func (d *dockerServer) crash(ctx context.Context) error {
+	p, err := dockerProvider(ctx)
+	if err != nil {
+		return errorf("docker: crash %.12s: no engine answers (%s)", d.id, rootCause(err))
+	}
+	defer p.Close()
+	kctx, cancel := context.WithTimeout(ctx, crashExitTimeout)
+	defer cancel()
+	if _, err := p.Client().ContainerKill(kctx, d.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return errorf("docker: cannot kill container %.12s: %s", d.id, rootCause(err))
+	}
+	for {
+		st, err := d.ctr.State(kctx)
+		if err == nil && !st.Running {
+			return nil
+		}
+		select {
+		case <-kctx.Done():
+			return errorf("docker: container %.12s still runs %s after SIGKILL", d.id, crashExitTimeout)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// restart starts the stopped container again; its entrypoint finds the cluster initialised and
+// starts the server, which runs crash recovery. It returns once a session over the same host
+// port answers (the container's wait strategy).
+func (d *dockerServer) restart(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, dockerReadyTimeout+10*time.Second)
+	defer cancel()
+	if st, err := d.ctr.State(rctx); err == nil && st.Running {
+		return errorf("docker: restart, but container %.12s is running; Crash it first", d.id)
+	}
+	if err := d.ctr.Start(rctx); err != nil {
+		return errorf("docker: cannot restart container %.12s: %s", d.id, rootCause(err))
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -34,9 +35,18 @@ type localCluster struct {
 	dir     string // temp dir: socket, log, owner.pid; removed by stop
 	dataDir string
 	logPath string
+
+	// How the postmaster is started, kept so that a crashed one can be started again.
+	postgres string
+	args     []string
+	env      []string
+	cred     *syscall.Credential
+
+	mu      sync.Mutex // serializes stop, crash and restart
 	pid     int
 	proc    *os.Process
 	done    chan struct{} // closed once the postmaster has exited
+	stopped bool          // stop ran: a restart must not bring the server back
 }
 
 // findBinaries looks for initdb and postgres in PATH, then in
@@ -122,15 +132,15 @@ func runAs() (*syscall.Credential, string, error) {
 	return nil, "", errors.New(`running as root and neither user "postgres" nor "nobody" exists to run the server as`)
 }
 
-func startLocal(ctx context.Context) (*Server, error) {
+func startLocal(ctx context.Context, o Options) (*Server, error) {
 	bins, why := findBinaries()
 	if why != "" {
 		return nil, errorf("PGQCHECK_PG=local but no PostgreSQL server binaries were found (%s); install them (Debian: apt-get install postgresql-15) or use PGQCHECK_PG=docker or PGQCHECK_DSN", why)
 	}
-	return startLocalWith(ctx, bins)
+	return startLocalWith(ctx, bins, o)
 }
 
-func startLocalWith(ctx context.Context, bins pgBinaries) (*Server, error) {
+func startLocalWith(ctx context.Context, bins pgBinaries, o Options) (*Server, error) {
 	cred, userName, err := runAs()
 	if err != nil {
 		return nil, errorf("local Postgres: %v", err)
@@ -188,40 +198,62 @@ func startLocalWith(ctx context.Context, bins pgBinaries) (*Server, error) {
 	}
 
 	// postgres
-	logFile, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, errorf("local Postgres: %v", err)
-	}
-	args := []string{
+	c.postgres, c.env, c.cred = bins.postgres, env, cred
+	c.args = append([]string{
 		"-D", c.dataDir,
 		"-k", dir,
 		"-p", strconv.Itoa(localPort),
 		"-c", "listen_addresses=",
 		"-c", "unix_socket_permissions=0777",
-		"-c", "fsync=off",
-		"-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off",
 		"-c", "max_connections=200",
+	}, settingArgs(o)...)
+	if err := c.startPostmaster(); err != nil {
+		return nil, err
+	}
+
+	dsnFor := func(db string) string {
+		return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", quoteKV(dir), localPort, quoteKV(db))
+	}
+	if err := c.waitReady(ctx, dsnFor("postgres")); err != nil {
+		return nil, err
+	}
+	where := fmt.Sprintf("unix socket %s/.s.PGSQL.%d (pid %d, as user %s)", dir, localPort, c.postmasterPID(), orDefault(userName, currentUserName()))
+	s, err := newServer(ctx, BackendLocal, where, dsnFor, "postgres")
+	if err != nil {
+		return nil, err
+	}
+	s.local = c
+	s.stop = c.stop
+	s.durable = o.Crash
+	ok = true
+	return s, nil
+}
+
+// startPostmaster starts the postmaster on the cluster's data directory, appending to its log.
+func (c *localCluster) startPostmaster() error {
+	logFile, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return errorf("local Postgres: %v", err)
 	}
 	started := make(chan error, 1)
-	c.done = make(chan struct{})
+	done := make(chan struct{})
 	go func() {
 		// The kernel sends Pdeathsig when the thread that started the
 		// child exits, not the process. Keep this goroutine on its own
 		// thread, blocked in Wait, for as long as the server lives; the
 		// thread then exits only with the postmaster or with this process.
 		runtime.LockOSThread()
-		defer close(c.done)
+		defer close(done)
 		defer logFile.Close()
-		cmd := exec.Command(bins.postgres, args...)
-		cmd.Dir = dir
-		cmd.Env = env
+		cmd := exec.Command(c.postgres, c.args...)
+		cmd.Dir = c.dir
+		cmd.Env = c.env
 		cmd.Stdout = logFile
 		cmd.Stderr = logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{
 			Pdeathsig:  syscall.SIGQUIT, // immediate shutdown if we die
 			Setpgid:    true,            // a terminal's Ctrl-C goes to us, and we stop it in order
-			Credential: cred,
+			Credential: c.cred,
 		}
 		if err := cmd.Start(); err != nil {
 			started <- err
@@ -232,25 +264,17 @@ func startLocalWith(ctx context.Context, bins pgBinaries) (*Server, error) {
 		started <- nil
 		_ = cmd.Wait()
 	}()
+	c.done = done
 	if err := <-started; err != nil {
-		return nil, errorf("local Postgres: cannot start %s: %v", bins.postgres, err)
+		return errorf("local Postgres: cannot start %s: %v", c.postgres, err)
 	}
+	return nil
+}
 
-	dsnFor := func(db string) string {
-		return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", quoteKV(dir), localPort, quoteKV(db))
-	}
-	if err := c.waitReady(ctx, dsnFor("postgres")); err != nil {
-		return nil, err
-	}
-	where := fmt.Sprintf("unix socket %s/.s.PGSQL.%d (pid %d, as user %s)", dir, localPort, c.pid, orDefault(userName, currentUserName()))
-	s, err := newServer(ctx, BackendLocal, where, dsnFor, "postgres")
-	if err != nil {
-		return nil, err
-	}
-	s.local = c
-	s.stop = c.stop
-	ok = true
-	return s, nil
+func (c *localCluster) postmasterPID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pid
 }
 
 // traversableByOthers reports whether every directory from / down to dir
@@ -363,6 +387,9 @@ func tail(b []byte, n int) string {
 // stop shuts the postmaster down (fast, then immediate, then kill) and
 // removes the directory.
 func (c *localCluster) stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
 	var errs []error
 	if c.proc != nil {
 		stopped := false
@@ -383,6 +410,10 @@ func (c *localCluster) stop() error {
 		if !stopped {
 			errs = append(errs, fmt.Errorf("postmaster pid %d did not exit", c.pid))
 		}
+	}
+	// Backends a crashed postmaster left behind would keep the directory busy.
+	if err := c.killOrphans(5 * time.Second); err != nil {
+		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(c.dir); err != nil {
 		errs = append(errs, err)

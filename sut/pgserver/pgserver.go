@@ -10,6 +10,9 @@
 //   - local: an ephemeral cluster (initdb + postgres in a temp dir, unix
 //     socket only, fsync off) from the PostgreSQL binaries on the machine.
 //
+// A server started with Options.Crash (local or docker) can be killed with SIGKILL and
+// restarted on the same data directory: Server.Crash, Server.Restart (see crash.go).
+//
 // "auto" (the default) picks dsn if PGQCHECK_DSN is set, else docker if an
 // engine answers and the image is present, else local if binaries are found.
 //
@@ -83,6 +86,13 @@ type Options struct {
 	DSN   string    // PGQCHECK_DSN
 	Image string    // PGQCHECK_IMAGE; "" = the first of DefaultImages present
 	Log   io.Writer // where the one-line banner goes; nil = os.Stderr
+	// Crash starts a server that may be crashed and restarted (Server.Crash): durable
+	// (fsync, synchronous_commit and full_page_writes on) and, for docker, with its data
+	// directory where a restart finds it. The dsn backend refuses it.
+	Crash bool
+	// Settings are extra server settings, "name=value", applied after every other one (local
+	// and docker backends): a test can weaken durability on purpose with them.
+	Settings []string
 }
 
 // OptionsFromEnv reads PGQCHECK_PG, PGQCHECK_DSN and PGQCHECK_IMAGE.
@@ -108,8 +118,9 @@ type Server struct {
 	// stop releases what the backend created (nil for dsn).
 	stop func() error
 
-	local  *localCluster
-	docker *dockerServer
+	local   *localCluster
+	docker  *dockerServer
+	durable bool // started with Options.Crash
 
 	mu       sync.Mutex
 	dbs      map[string]*Database // created and not yet dropped
@@ -174,6 +185,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		err error
 	)
 	begin := time.Now()
+	if err := checkSettings(o.Settings); err != nil {
+		return nil, err
+	}
 	switch kind {
 	case "", "auto":
 		s, err = startAuto(ctx, o)
@@ -181,11 +195,14 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		if o.DSN == "" {
 			return nil, errorf("PGQCHECK_PG=dsn but PGQCHECK_DSN is empty; set PGQCHECK_DSN=postgres://user:password@host:port/db")
 		}
+		if o.Crash {
+			return nil, errCrashDSN
+		}
 		s, err = startDSN(ctx, o.DSN)
 	case "docker":
-		s, err = startDocker(ctx, o.Image)
+		s, err = startDocker(ctx, o.Image, o)
 	case "local":
-		s, err = startLocal(ctx)
+		s, err = startLocal(ctx, o)
 	default:
 		return nil, errorf("unknown PGQCHECK_PG=%q; use auto, dsn, docker or local", o.Kind)
 	}
@@ -204,15 +221,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 // startAuto picks dsn, docker or local, in that order.
 func startAuto(ctx context.Context, o Options) (*Server, error) {
 	if o.DSN != "" {
+		if o.Crash {
+			return nil, errCrashDSN
+		}
 		return startDSN(ctx, o.DSN)
 	}
 	image, dockerWhy := dockerUsable(ctx, o.Image)
 	if dockerWhy == "" {
-		return startDocker(ctx, image)
+		return startDocker(ctx, image, o)
 	}
 	bins, localWhy := findBinaries()
 	if localWhy == "" {
-		return startLocalWith(ctx, bins)
+		return startLocalWith(ctx, bins, o)
 	}
 	return nil, errorf("no Postgres available: set PGQCHECK_DSN=postgres://... (dsn), "+
 		"build an image with "+BuildCommand(BuiltImage)+" (docker), "+
