@@ -31,11 +31,14 @@ type SessionOptions struct {
 	LockTimeout time.Duration
 	// StatementTimeout bounds every statement; zero leaves the server's default.
 	StatementTimeout time.Duration
+	// Dial, when set, opens the session's connection in place of pgx's own dialer (the fault
+	// proxy's, see WithDial); the session then runs without TLS.
+	Dial DialFunc
 }
 
 // Connect opens a session named name (its application_name is pgqcheck-<name>).
 func (in *Installed) Connect(ctx context.Context, name string, o SessionOptions) (*Session, error) {
-	c, err := connect(ctx, in.DSN, "pgqcheck-"+name)
+	c, err := connectVia(ctx, in.DSN, "pgqcheck-"+name, o.Dial)
 	if err != nil {
 		return nil, err
 	}
