@@ -10,6 +10,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"pgqcheck/faultproxy"
 	"pgqcheck/model"
 	"pgqcheck/program"
 )
@@ -467,6 +468,14 @@ func CountOps(h *History) program.Counts {
 			c.Cancels++
 		case "terminate":
 			c.Terminates++
+		case string(faultproxy.DropReply):
+			c.DroppedReplies++
+		case string(faultproxy.Cut):
+			c.Cuts++
+		case string(faultproxy.DelayReply):
+			c.Delays++
+		case string(faultproxy.Stall):
+			c.Stalls++
 		}
 	}
 	return c

@@ -1,0 +1,102 @@
+package linear
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"pgqcheck/faultproxy"
+	"pgqcheck/program"
+	"pgqcheck/sut"
+)
+
+// Network faults: a client may connect through the fault proxy, which then drops, delays, cuts
+// or stalls the next statement it is told to. A dropped reply or a cut connection leaves the
+// statement's outcome unknown, and the client records it so (it returns at Never: possibly
+// applied), exactly as any statement whose connection died after it was sent; a delay or a
+// stall only makes the answer late, and the answer, when it comes, is recorded as it is.
+
+// DialVia connects a client whose every connection, this one and each reconnection, goes
+// through p.
+func DialVia(ctx context.Context, in *sut.Installed, name string, rec *Recorder, opts sut.SessionOptions, p *faultproxy.Proxy) (*Client, error) {
+	c := &Client{Name: name, in: in, rec: rec, opts: opts, proxy: p}
+	if err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// sessionOptions are the client's options for its next connection. A proxied client's
+// connection is the link dialed while connecting (opened is called once it is up); pgx dials
+// again later for each cancel request it sends, and those links carry no session.
+func (c *Client) sessionOptions() (o sut.SessionOptions, opened func()) {
+	o = c.opts
+	if c.proxy == nil {
+		return o, func() {}
+	}
+	var mu sync.Mutex
+	var last *faultproxy.Link
+	done := false
+	o.Dial = c.proxy.DialFunc(func(l *faultproxy.Link) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			last = l
+		}
+	})
+	return o, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		done = true
+		c.link.Store(last)
+	}
+}
+
+// Proxied reports whether the client's connections go through the fault proxy.
+func (c *Client) Proxied() bool { return c.proxy != nil }
+
+func (c *Client) armed() bool {
+	l := c.link.Load()
+	return l != nil && l.Armed()
+}
+
+// Inject arms f for the next statement the client sends on its current connection. When it
+// hits, it is recorded in the history's faults, on the session's current life. It reports
+// false when the client is not proxied or has no connection.
+func (c *Client) Inject(f faultproxy.Fault) bool {
+	l := c.link.Load()
+	if l == nil || !c.Connected() {
+		return false
+	}
+	target := c.label()
+	l.Arm(f, func() {
+		if c.rec != nil {
+			c.rec.Fault(string(f.Kind), target)
+		}
+	})
+	return true
+}
+
+// NetFaultWeights is the mix of the proxy faults stress mode's chaos goroutine injects; a delay
+// or a stall holds for one of NetFaultHolds.
+var (
+	NetFaultWeights = program.Weights{string(faultproxy.DropReply): 4, string(faultproxy.Cut): 2, string(faultproxy.DelayReply): 2, string(faultproxy.Stall): 2}
+	NetFaultHolds   = []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond}
+)
+
+// drawNetFault draws a proxy fault from NetFaultWeights.
+func drawNetFault(rng *rand.Rand) faultproxy.Fault {
+	f := faultproxy.Fault{Kind: faultproxy.Kind(draw(rng, NetFaultWeights))}
+	if !f.Kind.Lost() {
+		f.For = NetFaultHolds[rng.IntN(len(NetFaultHolds))]
+	}
+	return f
+}
+
+// netFault arms a proxy fault on a worker's connection: its next statement takes it.
+func (ch *chaos) netFault(w *worker) {
+	if w.c.Proxied() {
+		w.c.Inject(drawNetFault(ch.rng))
+	}
+}
