@@ -2,6 +2,7 @@ package linear
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -98,5 +99,62 @@ func drawNetFault(rng *rand.Rand) faultproxy.Fault {
 func (ch *chaos) netFault(w *worker) {
 	if w.c.Proxied() {
 		w.c.Inject(drawNetFault(ch.rng))
+	}
+}
+
+// Scheduled mode draws a proxy fault as a session's operation: the fault, then the statement
+// it hits, one of ProxyHits; in a claim transaction ("txn": begin, claim, maybe complete, then
+// commit or rollback) the fault comes before the statement drawn, so that a lost COMMIT (the
+// seed's uncertain commit) and a claim lost inside an open transaction (a known rollback) are
+// both drawn. A delay or a stall holds for one of ScheduledHolds.
+var (
+	ProxyHits      = []string{"claim", "complete", "txn", "expire", "enqueue", "snapshot"}
+	ScheduledHolds = []time.Duration{time.Millisecond, 20 * time.Millisecond}
+)
+
+func drawProxyFault(c chooser, s string) []program.Op {
+	kind := faultproxy.Kinds[c.choose(0, len(faultproxy.Kinds)-1, "proxy fault")]
+	f := program.ProxyFault{S: s, Kind: kind}
+	if !kind.Lost() {
+		f.For = pick(c, "hold", ScheduledHolds)
+	}
+	var hit []program.Op
+	switch ProxyHits[c.choose(0, len(ProxyHits)-1, "hit")] {
+	case "claim":
+		hit = []program.Op{program.Claim{S: s}}
+	case "complete":
+		hit = []program.Op{program.Complete{S: s, Back: c.choose(0, 2, "back")}}
+	case "expire":
+		hit = []program.Op{program.ExpireClaim{S: s, Back: c.choose(0, 2, "back")}}
+	case "enqueue":
+		hit = []program.Op{program.Enqueue{S: s, N: 1}}
+	case "snapshot":
+		hit = []program.Op{program.Snapshot{S: s}}
+	case "txn":
+		txn := []program.Op{program.Begin{S: s}, program.Claim{S: s}}
+		if chooseBool(c, "complete in txn") {
+			txn = append(txn, program.Complete{S: s})
+		}
+		if c.choose(0, 3, "rollback") < 3 {
+			txn = append(txn, program.Commit{S: s})
+		} else {
+			txn = append(txn, program.Rollback{S: s})
+		}
+		at := c.choose(0, len(txn)-1, "fault at")
+		return append(append(append([]program.Op(nil), txn[:at]...), f), txn[at:]...)
+	}
+	return append([]program.Op{f}, hit...)
+}
+
+// proxyFault arms a drawn proxy fault on a session's connection (connecting it first if it
+// was lost), for the statement the session issues next.
+func (r *srun) proxyFault(x *sched, f program.ProxyFault) {
+	r.trace = append(r.trace, r.line(x, f))
+	if err := x.c.ensure(r.s.ctx); err != nil {
+		r.harness(err)
+		return
+	}
+	if !x.c.Inject(f.Fault()) {
+		r.harness(fmt.Errorf("%s: cannot arm %s: the session is not connected through the fault proxy", x.s.Label(), f.Fault()))
 	}
 }

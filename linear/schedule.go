@@ -27,7 +27,7 @@ import (
 // nothing, most of it.
 var (
 	PrefixWeights   = program.Weights{"claim": 2, "complete": 1, "expire": 2, "enqueue": 1, "timed-claim": 1}
-	SuffixWeights   = program.Weights{"claim": 4, "complete": 4, "expire": 3, "claim-txn": 3, "lock-txn": 2, "enqueue": 1, "snapshot": 1, "real-time": 1}
+	SuffixWeights   = program.Weights{"claim": 4, "complete": 4, "expire": 3, "claim-txn": 3, "lock-txn": 2, "enqueue": 1, "snapshot": 1, "real-time": 1, "proxy-fault": 2}
 	RealTimeWeights = program.Weights{"timed-claim": 40, "lease-edge": 2, "near-end": 1, "real-pause": 1, "timed-claim-txn": 1, "edge-complete": 8}
 	// EdgeLeases are the leases a lease-edge claim draws: the shorter of program.TimedLeases,
 	// since the whole schedule then waits that lease out.
@@ -38,7 +38,8 @@ var (
 // choices give the same program on every run. New kinds go at the end, so that the inputs
 // saved before them (FuzzScheduled's corpus) still draw what they drew.
 var kindOrder = []string{"claim", "complete", "expire", "claim-txn", "lock-txn", "enqueue", "snapshot",
-	"real-time", "timed-claim", "lease-edge", "near-end", "real-pause", "timed-claim-txn", "edge-complete"}
+	"real-time", "timed-claim", "lease-edge", "near-end", "real-pause", "timed-claim-txn", "edge-complete",
+	"proxy-fault"}
 
 // drawn is a drawn scheduled program: a prefix run one operation at a time, then one suffix per
 // session run concurrently under the drawn schedule. A suffix's length is drawn up front and
@@ -96,6 +97,8 @@ func (p *drawn) drawOp(c chooser, label string, kinds []string, s string) []prog
 		return p.drawOp(c, "real time", p.realTimeK, s)
 	case "timed-claim":
 		return one(timedClaim(c, s))
+	case "proxy-fault":
+		return drawProxyFault(c, s)
 	case "lease-edge":
 		// What the session does next, or another session's claim or snapshot, lands at the
 		// edge of the lease it just took.

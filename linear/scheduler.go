@@ -14,6 +14,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"pgqcheck/faultproxy"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/program"
@@ -64,7 +65,8 @@ type Scheduler struct {
 	in      *sut.Installed
 	cfg     ScheduledConfig
 	clients []*Client
-	last    *program.Finding // the last failing run's
+	proxy   *faultproxy.Proxy // every session connects through it, for the drawn proxy faults
+	last    *program.Finding  // the last failing run's
 	// lastMarks locate the last failing run's choices in its fuzz input, for ShrinkInput.
 	lastMarks []mark
 	// trace is the last run's interleaving with the queue's answers, held or not.
@@ -89,10 +91,13 @@ func NewScheduler(ctx context.Context, in *sut.Installed, cfg ScheduledConfig) *
 // failed.
 func (s *Scheduler) Last() *program.Finding { return s.last }
 
-// Close ends every session, whatever it was doing.
+// Close ends every session, whatever it was doing, and the fault proxy.
 func (s *Scheduler) Close() {
 	for _, c := range s.clients {
 		c.Close()
+	}
+	if s.proxy != nil {
+		s.proxy.Close()
 	}
 }
 
@@ -237,8 +242,15 @@ func (r *srun) start(n int) error {
 	}
 	r.w = program.NewWorld(s.in.Queue, names...)
 	r.w.Clock = r.rec.DB
+	if s.proxy == nil {
+		p, err := faultproxy.New()
+		if err != nil {
+			return err
+		}
+		s.proxy = p
+	}
 	for len(s.clients) < n {
-		c, err := Dial(s.ctx, s.in, program.ScheduledSession(len(s.clients)), nil, sut.SessionOptions{StatementTimeout: 30 * time.Second})
+		c, err := DialVia(s.ctx, s.in, program.ScheduledSession(len(s.clients)), nil, sut.SessionOptions{StatementTimeout: 30 * time.Second}, s.proxy)
 		if err != nil {
 			return err
 		}
@@ -369,6 +381,10 @@ func (r *srun) replayLine(op program.Op) {
 func (r *srun) issue(x *sched, op program.Op) {
 	if !r.draining && !r.inProcedure {
 		r.ran = append(r.ran, op)
+	}
+	if f, ok := op.(program.ProxyFault); ok {
+		r.proxyFault(x, f)
+		return
 	}
 	if f, ok := op.(program.Fault); ok {
 		r.fault(x, f)
@@ -592,7 +608,15 @@ func (r *srun) handle(x *sched) error {
 	if x.waits {
 		answer += " (after waiting)"
 	}
+	pid := x.c.PID()
 	v := x.c.Land(f)
+	if res.Err != nil && !x.c.Connected() && pid != 0 {
+		// A lost connection's backend ends by itself (a proxy cut or drop closed its socket):
+		// the run goes on once it has, so that no statement after it can wait for its locks.
+		if err := r.s.in.WaitGone(r.s.ctx, pid); err != nil {
+			r.harness(err)
+		}
+	}
 	if r.timed && res.Clock.Known() {
 		answer += "  @" + f.At.String()
 	}
