@@ -2,6 +2,7 @@ package linear
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -126,6 +127,48 @@ func TestScheduledProxyFaults(t *testing.T) {
 			}
 			if !hasLine(s.Trace(), line) {
 				t.Fatalf("the replay's trace has no line %q:\n%s", line, s.Trace())
+			}
+		})
+	}
+}
+
+// TestSplitMutantsNeedFaults: the two split mutants (testdata/mutants/claim-split-lease,
+// complete-split-statements) hold under stress traffic without faults, and proxy faults
+// alone (no cancels, terminations or row locks) catch them: they are bugs only a lost
+// connection between their two halves shows.
+func TestSplitMutantsNeedFaults(t *testing.T) {
+	suttest.SelfCheck(t, "./linear")
+	defer func(c program.Weights) { ChaosWeights = c }(ChaosWeights)
+	for _, name := range []string{"claim-split-lease", "complete-split-statements"} {
+		t.Run(name, func(t *testing.T) {
+			q, err := sut.LoadDir(filepath.Join("..", "testdata", "mutants", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := suttest.Install(t, q)
+			res, err := Stress(context.Background(), in, StressConfig{Duration: 500 * time.Millisecond, NoChaos: true, ReportDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Failed() {
+				t.Fatalf("without faults the mutant should hold: %s", res)
+			}
+			ChaosWeights = program.Weights{"net": 30, "expire": 30, "snapshot": 10, "rest": 30}
+			for round := 1; ; round++ {
+				res, err = Stress(context.Background(), in, StressConfig{Duration: time.Second, ReportDir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Failed() {
+					t.Logf("caught in round %d: %s", round, res.Verdict.Violation)
+					break
+				}
+				if round == 5 {
+					t.Fatalf("proxy faults did not catch %s in %d rounds: %s", name, round, res)
+				}
+			}
+			if c := res.Counts; c.Terminates+c.Cancels+c.Locks > 0 {
+				t.Fatalf("faults other than the proxy's were injected: %s", c)
 			}
 		})
 	}
