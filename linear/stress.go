@@ -195,7 +195,11 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		return nil, err
 	}
 	d := newActor(drainer, in.Queue)
-	d.w.Jobs, d.w.Lease, d.strict = r.drainIDs(), cfg.Lease, true
+	ids, err := r.tableIDs(ctx, drainer)
+	if err != nil {
+		return nil, fmt.Errorf("drain: %w", err)
+	}
+	d.w.Jobs, d.w.Lease, d.strict = ids, cfg.Lease, true
 	if err := (program.Drain{S: drainer.Name}).Run(ctx, d); err != nil {
 		return nil, fmt.Errorf("drain: %w", err)
 	}

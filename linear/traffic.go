@@ -140,23 +140,26 @@ func (r *run) backlog() int {
 	return len(r.known) - len(r.claimed)
 }
 
-// drainIDs is every job the drain must expire: those whose enqueue returned, and those a claim
-// returned though their enqueue's answer was lost (a proxy fault), which exist all the same.
-func (r *run) drainIDs() []int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ids := append([]int64(nil), r.known...)
+// tableIDs is every job the drain must expire: those whose enqueue returned, and every other
+// row the queue holds (an enqueue whose answer was lost may have created one), read with an
+// unrecorded snapshot on c, which nothing else uses any more.
+func (r *run) tableIDs(ctx context.Context, c *Client) ([]int64, error) {
+	rows, _, err := c.Session().Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := r.knownIDs()
 	seen := map[int64]bool{}
 	for _, id := range ids {
 		seen[id] = true
 	}
-	for id := range r.claimed {
-		if !seen[id] {
-			ids = append(ids, id)
+	for _, row := range rows {
+		if !seen[row.ID] {
+			ids = append(ids, row.ID)
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
+	return ids, nil
 }
 
 func (r *run) knownIDs() []int64 {

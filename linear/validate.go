@@ -82,6 +82,10 @@ func Check(h *History, timeout time.Duration) *Verdict {
 		v.Problems = append(v.Problems, f.Error())
 		first = append(first, f)
 	}
+	for _, p := range inventedTokens(h) {
+		v.Problems = append(v.Problems, p.Error())
+		first = append(first, p)
+	}
 	if v.Accounting != nil {
 		for _, p := range v.Accounting.Problems {
 			v.Problems = append(v.Problems, p.Error())
@@ -403,6 +407,15 @@ func Account(h *History) *Accounting {
 	for _, id := range ids(mentioned) {
 		if !enqueued[id] {
 			strays = append(strays, id)
+		}
+	}
+	// A job no acknowledged enqueue created, but that the table holds, was created by an
+	// enqueue whose answer was lost: it is the queue's as much as any other, and the drain
+	// must have completed it too.
+	for _, id := range strays {
+		if f, ok := final[id]; ok && f.Output.Found && f.Output.State != model.Done {
+			a.Lost = append(a.Lost, id)
+			a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d, created by an enqueue whose answer was lost, is %s after every lease lapsed and the queue drained (lost)", id, f.Output.State))
 		}
 	}
 	if len(strays) > unknownEnqueues {
