@@ -232,6 +232,12 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 // their own connections for d, with every operation recorded or with the same statements run
 // bare, and it returns queue statements per second.
 func Throughput(ctx context.Context, in *sut.Installed, workers int, d time.Duration, record bool) (float64, error) {
+	return ThroughputVia(ctx, in, workers, d, record, nil)
+}
+
+// ThroughputVia is Throughput with every worker connected through p (nil: straight to
+// Postgres), no fault armed: what the fault proxy costs.
+func ThroughputVia(ctx context.Context, in *sut.Installed, workers int, d time.Duration, record bool, p *faultproxy.Proxy) (float64, error) {
 	if err := in.Reset(ctx); err != nil {
 		return 0, err
 	}
@@ -246,7 +252,7 @@ func Throughput(ctx context.Context, in *sut.Installed, workers int, d time.Dura
 		}
 	}()
 	for i := 0; i < max(workers, 1); i++ {
-		c, err := Dial(ctx, in, fmt.Sprintf("w%d", i), rec, sut.SessionOptions{StatementTimeout: 30 * time.Second})
+		c, err := DialVia(ctx, in, fmt.Sprintf("w%d", i), rec, sut.SessionOptions{StatementTimeout: 30 * time.Second}, p)
 		if err != nil {
 			return 0, err
 		}
