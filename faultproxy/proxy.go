@@ -245,6 +245,13 @@ func (l *Link) Arm(f Fault, hit func()) {
 	l.armed = &armed{f, hit}
 }
 
+// Disarm drops the fault waiting for the client's next request, if any.
+func (l *Link) Disarm() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = nil
+}
+
 // Armed reports whether a fault waits for the client's next request.
 func (l *Link) Armed() bool {
 	l.mu.Lock()

@@ -79,6 +79,13 @@ func (c *Client) Inject(f faultproxy.Fault) bool {
 	return true
 }
 
+// Disarm drops a fault armed and not yet hit on the client's connection.
+func (c *Client) Disarm() {
+	if l := c.link.Load(); l != nil {
+		l.Disarm()
+	}
+}
+
 // NetFaultWeights is the mix of the proxy faults stress mode's chaos goroutine injects; a delay
 // or a stall holds for one of NetFaultHolds.
 var (
@@ -146,15 +153,39 @@ func drawProxyFault(c chooser, s string) []program.Op {
 	return append([]program.Op{f}, hit...)
 }
 
-// proxyFault arms a drawn proxy fault on a session's connection (connecting it first if it
-// was lost), for the statement the session issues next.
-func (r *srun) proxyFault(x *sched, f program.ProxyFault) {
-	r.trace = append(r.trace, r.line(x, f))
+// A drawn proxy fault waits on its session (sched.fault) for the statement it hits, and is
+// armed just before that statement is sent; the program and the trace show it there. A fault
+// whose statement does not apply when it comes up is dropped with its operation, and none is
+// ever left for the drain, whose answers the accounting needs whole.
+
+// proxyFault keeps a proxy fault for the session's next statement.
+func (r *srun) proxyFault(x *sched, f program.ProxyFault) { x.fault = &f }
+
+// armFault arms the session's waiting proxy fault, if any, on the connection its next statement
+// goes out on (connecting it first if it was lost).
+func (r *srun) armFault(x *sched) {
+	f := x.fault
+	if f == nil {
+		return
+	}
+	x.fault = nil
+	if !r.draining && !r.inProcedure {
+		r.ran = append(r.ran, *f)
+	}
+	r.trace = append(r.trace, r.line(x, *f))
 	if err := x.c.ensure(r.s.ctx); err != nil {
 		r.harness(err)
 		return
 	}
 	if !x.c.Inject(f.Fault()) {
 		r.harness(fmt.Errorf("%s: cannot arm %s: the session is not connected through the fault proxy", x.s.Label(), f.Fault()))
+	}
+}
+
+// dropFaults forgets every proxy fault still waiting, and disarms every connection.
+func (r *srun) dropFaults() {
+	for _, x := range r.x {
+		x.fault = nil
+		x.c.Disarm()
 	}
 }

@@ -149,8 +149,9 @@ type sched struct {
 	parts []program.Op // what is left of its current operation
 	left  int          // suffix operations not drawn yet
 	fl    *Flight
-	line  int  // the trace line of the statement in flight
-	waits bool // it was seen waiting for a row lock
+	line  int                 // the trace line of the statement in flight
+	waits bool                // it was seen waiting for a row lock
+	fault *program.ProxyFault // a proxy fault waiting for the session's next statement
 	// results collects what the session's statements answered, for a procedure's step.
 	results []program.Result
 }
@@ -199,6 +200,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 		r.trace = append(r.trace, "-- concurrent --")
 		r.concurrent(d)
 	}
+	r.dropFaults()
 	r.trace = append(r.trace, "-- drain --")
 	r.draining = true
 	if err := (program.Drain{S: program.ScheduledSession(0)}).Run(s.ctx, r); err != nil {
@@ -342,6 +344,7 @@ func (r *srun) skip(x *sched) {
 // operation when the current one is over.
 func (r *srun) step(x *sched) {
 	for r.skip(x); len(x.parts) == 0; r.skip(x) {
+		x.fault = nil // its operation is over: a fault whose statement did not apply goes with it
 		if x.left == 0 || r.c == nil {
 			return // its last operation had nothing it could issue
 		}
@@ -379,12 +382,18 @@ func (r *srun) replayLine(op program.Op) {
 // (a pause) run. Every statement but the last is waited for (none of them waits for a row
 // lock).
 func (r *srun) issue(x *sched, op program.Op) {
+	if f, ok := op.(program.ProxyFault); ok {
+		r.proxyFault(x, f) // the program holds it where it is armed
+		return
+	}
+	stmts := []program.Stmt(nil)
+	if st, ok := op.(program.Step); ok {
+		if stmts = st.Stmts(r.w); len(stmts) > 0 {
+			r.armFault(x) // before the step, in the program and the trace as on the wire
+		}
+	}
 	if !r.draining && !r.inProcedure {
 		r.ran = append(r.ran, op)
-	}
-	if f, ok := op.(program.ProxyFault); ok {
-		r.proxyFault(x, f)
-		return
 	}
 	if f, ok := op.(program.Fault); ok {
 		r.fault(x, f)
@@ -394,12 +403,10 @@ func (r *srun) issue(x *sched, op program.Op) {
 		r.procedure(x, p)
 		return
 	}
-	st, ok := op.(program.Step)
-	if !ok {
+	if _, ok := op.(program.Step); !ok {
 		r.harness(fmt.Errorf("%s: not a step a scheduler issues", op))
 		return
 	}
-	stmts := st.Stmts(r.w)
 	x.line = len(r.trace)
 	r.trace = append(r.trace, r.line(x, op))
 	for i, stmt := range stmts {
