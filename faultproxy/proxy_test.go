@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"pgqcheck/faultproxy"
 	"pgqcheck/model"
 	"pgqcheck/sut"
@@ -173,5 +175,33 @@ func TestStrangerRefused(t *testing.T) {
 		t.Fatal("a connection naming no link was answered")
 	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatal("a connection naming no link was left open")
+	}
+}
+
+// TestDropCommitReply: the seed's uncertain commit. The COMMIT of a claim transaction reaches
+// the server, which commits; its answer is dropped. The client's error is a lost reply (never
+// "not sent", which pgx's own "conn closed" would claim), and the claim took effect.
+func TestDropCommitReply(t *testing.T) {
+	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
+	ctx := context.Background()
+	s, link, _ := proxied(t, in)
+	id, _, err := s.Enqueue(ctx, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, _, err := s.Claim(ctx, time.Hour); err != nil || !ok {
+		t.Fatalf("claim in the transaction: ok=%v err=%v", ok, err)
+	}
+	link.Arm(faultproxy.Fault{Kind: faultproxy.DropReply}, nil)
+	err = s.Commit(ctx)
+	var lost *sut.LostReply
+	if !errors.As(err, &lost) || pgconn.SafeToRetry(err) {
+		t.Fatalf("COMMIT through a dropped reply: %v (%T); want a lost reply, not safe to retry", err, err)
+	}
+	if st, gen := state(t, in, id); st != model.Running || gen != 1 {
+		t.Fatalf("job %d is %s/g%d; the COMMIT should have committed the claim (running/g1)", id, st, gen)
 	}
 }

@@ -189,3 +189,24 @@ func (r *srun) dropFaults() {
 		x.c.Disarm()
 	}
 }
+
+// knowTable makes every row the table holds known to the drain, which expires only the leases
+// of jobs it knows: an enqueue whose answer a fault dropped created a job no one was told of.
+// It reads them with an unrecorded snapshot on the first session.
+func (r *srun) knowTable() {
+	x := r.x[0]
+	if err := x.c.ensure(r.s.ctx); err != nil {
+		r.harness(err)
+		return
+	}
+	rows, _, err := x.c.Session().Snapshot(r.s.ctx)
+	if err != nil {
+		r.harness(err)
+		return
+	}
+	for _, row := range rows {
+		if !r.w.Known(row.ID) {
+			r.w.Jobs = append(r.w.Jobs, row.ID)
+		}
+	}
+}

@@ -201,6 +201,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 		r.concurrent(d)
 	}
 	r.dropFaults()
+	r.knowTable()
 	r.trace = append(r.trace, "-- drain --")
 	r.draining = true
 	if err := (program.Drain{S: program.ScheduledSession(0)}).Run(s.ctx, r); err != nil {

@@ -36,3 +36,14 @@ func viaDial(cfg *pgx.ConnConfig, dial DialFunc) error {
 	cfg.DialFunc = pgconn.DialFunc(dial)
 	return nil
 }
+
+// lostAfterSend is the error of a statement sent on a connection that was open: pgx reports a
+// connection that died while it waited for the answer as "conn closed", an error it calls safe
+// to retry (as it is for the next statement), though this one may have taken effect, a COMMIT
+// above all. Such an error is a lost reply.
+func lostAfterSend(wasOpen bool, err error) error {
+	if err != nil && wasOpen && errors.Is(err, pgconn.ErrConnClosed) {
+		return &LostReply{err}
+	}
+	return err
+}

@@ -203,11 +203,12 @@ func (s *Session) Lock(ctx context.Context, id int64) error {
 // Commit ends the transaction; a COMMIT that Postgres turned into a ROLLBACK (the transaction
 // had failed) is an error, since the caller believed its work was kept.
 func (s *Session) Commit(ctx context.Context) error {
+	open := !s.conn.IsClosed()
 	tag, err := s.conn.Exec(ctx, "COMMIT")
 	if err == nil && tag.String() == "ROLLBACK" {
 		return ErrRolledBack
 	}
-	return err
+	return lostAfterSend(open, err)
 }
 
 // ErrRolledBack is a COMMIT that Postgres answered with ROLLBACK: the transaction had failed.
