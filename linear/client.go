@@ -230,9 +230,11 @@ func (c *Client) Land(f *Flight) *model.Violation {
 		op.Input.Strict = st.Kind == program.KClaim && f.Strict
 		switch {
 		case r.Err != nil && c.inTxn:
-			// A failed statement aborts its transaction, which can then only roll back.
+			// A failed statement aborts its transaction, which can then only roll back: it
+			// returns with the transaction's other operations when that ends (its ROLLBACK, or
+			// the connection's loss), as one of them.
 			op.Output = model.Output{Outcome: model.Aborted, Err: errText(r.Err)}
-			c.add(op)
+			c.pend = append(c.pend, op)
 			c.aborted = true
 		case r.Err != nil:
 			op.Output = model.Output{Outcome: outcomeOf(r.Err), Err: errText(r.Err)}
