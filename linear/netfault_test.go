@@ -147,7 +147,7 @@ func TestSplitMutantsNeedFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := suttest.Install(t, q)
-			res, err := Stress(context.Background(), in, StressConfig{Duration: 500 * time.Millisecond, NoChaos: true, ReportDir: t.TempDir()})
+			res, err := Stress(context.Background(), in, StressConfig{Duration: 300 * time.Millisecond, NoChaos: true, ReportDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestSplitMutantsNeedFaults(t *testing.T) {
 			}
 			ChaosWeights = program.Weights{"net": 30, "expire": 30, "snapshot": 10, "rest": 30}
 			for round := 1; ; round++ {
-				res, err = Stress(context.Background(), in, StressConfig{Duration: time.Second, ReportDir: t.TempDir()})
+				res, err = Stress(context.Background(), in, StressConfig{Duration: 700 * time.Millisecond, ReportDir: t.TempDir()})
 				if err != nil {
 					t.Fatal(err)
 				}
