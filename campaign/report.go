@@ -264,6 +264,10 @@ func (r *Report) Summary(w io.Writer) {
 	if r.Crashes != nil {
 		p("  server crashes: %s", r.Crashes)
 	}
+	if n := c.DroppedReplies + c.Cuts + c.Delays + c.Stalls; n > 0 {
+		p("  proxy faults %s: %s replies dropped after the server ran the statement, %s connections cut mid-request, %s replies delayed, %s requests stalled; %s operations with unknown outcomes",
+			num(n), num(c.DroppedReplies), num(c.Cuts), num(c.Delays), num(c.Stalls), num(c.Unknown))
+	}
 	if c.ClaimWaits > 0 {
 		p("  observed: %s claim(s) waited behind a row lock the stress chaos injected (exempt as an injected fault; Prop and scheduled mode judge skip-don't-wait strictly)", num(c.ClaimWaits))
 	}

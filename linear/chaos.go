@@ -14,8 +14,9 @@ import (
 // chaos injects the faults of a stress run from one goroutine: it expires leases (mostly those
 // of paused workers), holds row locks in open transactions (a paused worker's job, so that its
 // completion waits; or a ready job, which claims must skip), cancels statements, terminates
-// backends, and takes snapshots. Terminating a worker while its statement waits behind a held
-// lock is what produces operations with unknown outcomes.
+// backends, arms proxy faults on workers' connections (netfault.go), and takes snapshots.
+// Terminating a worker while its statement waits behind a held lock, and a dropped reply or a
+// cut connection, are what produce operations with unknown outcomes.
 //
 // It alone uses the installation's admin connection while the run goes on.
 type chaos struct {
@@ -76,6 +77,8 @@ func (ch *chaos) loop() {
 			}
 		case "snapshot":
 			ch.snapshot()
+		case "net":
+			ch.netFault(ch.anyWorker())
 		}
 		r.chaosTurn.RUnlock()
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"pgqcheck/faultproxy"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -40,6 +41,11 @@ type Client struct {
 
 	db *program.DBClock // the database time of an unrecorded run
 
+	// proxy, when set, carries every connection of the client, and link is the current one,
+	// on which faults are armed (netfault.go).
+	proxy *faultproxy.Proxy
+	link  atomic.Pointer[faultproxy.Link]
+
 	// The open transaction, as recorded: its operations return when it commits.
 	inTxn, aborted bool
 	pend           []Op
@@ -61,10 +67,12 @@ func Dial(ctx context.Context, in *sut.Installed, name string, rec *Recorder, op
 }
 
 func (c *Client) connect(ctx context.Context) error {
-	s, err := c.in.Connect(ctx, c.Name, c.opts)
+	opts, opened := c.sessionOptions()
+	s, err := c.in.Connect(ctx, c.Name, opts)
 	if err != nil {
 		return err
 	}
+	opened()
 	c.mu.Lock()
 	c.s = s
 	c.lives.Add(1)
@@ -168,7 +176,8 @@ type Flight struct {
 	// leaves rows out of the record (they are then not absent either).
 	Known []int64
 	Omit  func(model.Row) bool
-	// Faulted: the harness cancelled or terminated this statement, so its failure is expected.
+	// Faulted: the harness cancelled or terminated this statement, or armed a proxy fault for
+	// it, so its failure is expected.
 	Faulted bool
 
 	// At is the database time the statement ran in, once it landed.
@@ -189,6 +198,7 @@ func (c *Client) Send(ctx context.Context, f *Flight) error {
 	f.done = make(chan program.Result, 1)
 	f.call = c.now()
 	f.floor = c.clock().Latest()
+	f.Faulted = f.Faulted || c.armed()
 	go func() { f.done <- f.Stmt.Exec(ctx, s) }()
 	return nil
 }
@@ -262,9 +272,11 @@ func (c *Client) Land(f *Flight) *model.Violation {
 		op.Input.Strict = st.Kind == program.KClaim && f.Strict
 		switch {
 		case r.Err != nil && c.inTxn:
-			// A failed statement aborts its transaction, which can then only roll back.
+			// A failed statement aborts its transaction, which can then only roll back: it
+			// returns with the transaction's other operations when that ends (its ROLLBACK, or
+			// the connection's loss), as one of them.
 			op.Output = model.Output{Outcome: model.Aborted, Err: errText(r.Err)}
-			c.add(op)
+			c.pend = append(c.pend, op)
 			c.aborted = true
 		case r.Err != nil:
 			op.Output = model.Output{Outcome: outcomeOf(r.Err), Err: errText(r.Err)}

@@ -28,7 +28,7 @@ import (
 // nothing, most of it.
 var (
 	PrefixWeights   = program.Weights{"claim": 2, "complete": 1, "expire": 2, "enqueue": 1, "timed-claim": 1}
-	SuffixWeights   = program.Weights{"claim": 4, "complete": 4, "expire": 3, "claim-txn": 3, "lock-txn": 2, "enqueue": 1, "snapshot": 1, "real-time": 1, "rescue": 2}
+	SuffixWeights   = program.Weights{"claim": 4, "complete": 4, "expire": 3, "claim-txn": 3, "lock-txn": 2, "enqueue": 1, "snapshot": 1, "real-time": 1, "proxy-fault": 2, "rescue": 2}
 	RealTimeWeights = program.Weights{"timed-claim": 40, "lease-edge": 2, "near-end": 1, "real-pause": 1, "timed-claim-txn": 1, "edge-complete": 8}
 	// EdgeLeases are the leases a lease-edge claim draws: the shorter of program.TimedLeases,
 	// since the whole schedule then waits that lease out.
@@ -39,7 +39,8 @@ var (
 // choices give the same program on every run. New kinds go at the end, so that the inputs
 // saved before them (FuzzScheduled's corpus) still draw what they drew.
 var kindOrder = []string{"claim", "complete", "expire", "claim-txn", "lock-txn", "enqueue", "snapshot",
-	"real-time", "timed-claim", "lease-edge", "near-end", "real-pause", "timed-claim-txn", "edge-complete", "rescue"}
+	"real-time", "timed-claim", "lease-edge", "near-end", "real-pause", "timed-claim-txn", "edge-complete",
+	"proxy-fault", "rescue"}
 
 // capable is what the queue ships beyond the contract's core: kinds that need a file it lacks
 // are not drawn.
@@ -105,6 +106,8 @@ func (p *drawn) drawOp(c chooser, label string, kinds []string, s string) []prog
 		return p.drawOp(c, "real time", p.realTimeK, s)
 	case "timed-claim":
 		return one(timedClaim(c, s))
+	case "proxy-fault":
+		return drawProxyFault(c, s)
 	case "lease-edge":
 		// What the session does next, or another session's claim or snapshot, lands at the
 		// edge of the lease it just took.

@@ -14,6 +14,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"pgqcheck/faultproxy"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/program"
@@ -64,7 +65,8 @@ type Scheduler struct {
 	in      *sut.Installed
 	cfg     ScheduledConfig
 	clients []*Client
-	last    *program.Finding // the last failing run's
+	proxy   *faultproxy.Proxy // every session connects through it, for the drawn proxy faults
+	last    *program.Finding  // the last failing run's
 	// lastMarks locate the last failing run's choices in its fuzz input, for ShrinkInput.
 	lastMarks []mark
 	// trace is the last run's interleaving with the queue's answers, held or not.
@@ -89,10 +91,13 @@ func NewScheduler(ctx context.Context, in *sut.Installed, cfg ScheduledConfig) *
 // failed.
 func (s *Scheduler) Last() *program.Finding { return s.last }
 
-// Close ends every session, whatever it was doing.
+// Close ends every session, whatever it was doing, and the fault proxy.
 func (s *Scheduler) Close() {
 	for _, c := range s.clients {
 		c.Close()
+	}
+	if s.proxy != nil {
+		s.proxy.Close()
 	}
 }
 
@@ -144,8 +149,9 @@ type sched struct {
 	parts []program.Op // what is left of its current operation
 	left  int          // suffix operations not drawn yet
 	fl    *Flight
-	line  int  // the trace line of the statement in flight
-	waits bool // it was seen waiting for a row lock
+	line  int                 // the trace line of the statement in flight
+	waits bool                // it was seen waiting for a row lock
+	fault *program.ProxyFault // a proxy fault waiting for the session's next statement
 	// results collects what the session's statements answered, for a procedure's step.
 	results []program.Result
 }
@@ -194,6 +200,8 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 		r.trace = append(r.trace, "-- concurrent --")
 		r.concurrent(d)
 	}
+	r.dropFaults()
+	r.knowTable()
 	r.trace = append(r.trace, "-- drain --")
 	r.draining = true
 	if err := (program.Drain{S: program.ScheduledSession(0)}).Run(s.ctx, r); err != nil {
@@ -239,8 +247,15 @@ func (r *srun) start(n int) error {
 	}
 	r.w = program.NewWorld(s.in.Queue, names...)
 	r.w.Clock = r.rec.DB
+	if s.proxy == nil {
+		p, err := faultproxy.New()
+		if err != nil {
+			return err
+		}
+		s.proxy = p
+	}
 	for len(s.clients) < n {
-		c, err := Dial(s.ctx, s.in, program.ScheduledSession(len(s.clients)), nil, sut.SessionOptions{StatementTimeout: 30 * time.Second})
+		c, err := DialVia(s.ctx, s.in, program.ScheduledSession(len(s.clients)), nil, sut.SessionOptions{StatementTimeout: 30 * time.Second}, s.proxy)
 		if err != nil {
 			return err
 		}
@@ -332,6 +347,7 @@ func (r *srun) skip(x *sched) {
 // operation when the current one is over.
 func (r *srun) step(x *sched) {
 	for r.skip(x); len(x.parts) == 0; r.skip(x) {
+		x.fault = nil // its operation is over: a fault whose statement did not apply goes with it
 		if x.left == 0 || r.c == nil {
 			return // its last operation had nothing it could issue
 		}
@@ -369,6 +385,16 @@ func (r *srun) replayLine(op program.Op) {
 // (a pause) run. Every statement but the last is waited for (none of them waits for a row
 // lock).
 func (r *srun) issue(x *sched, op program.Op) {
+	if f, ok := op.(program.ProxyFault); ok {
+		r.proxyFault(x, f) // the program holds it where it is armed
+		return
+	}
+	stmts := []program.Stmt(nil)
+	if st, ok := op.(program.Step); ok {
+		if stmts = st.Stmts(r.w); len(stmts) > 0 {
+			r.armFault(x) // before the step, in the program and the trace as on the wire
+		}
+	}
 	if !r.draining && !r.inProcedure {
 		r.ran = append(r.ran, op)
 	}
@@ -380,12 +406,10 @@ func (r *srun) issue(x *sched, op program.Op) {
 		r.procedure(x, p)
 		return
 	}
-	st, ok := op.(program.Step)
-	if !ok {
+	if _, ok := op.(program.Step); !ok {
 		r.harness(fmt.Errorf("%s: not a step a scheduler issues", op))
 		return
 	}
-	stmts := st.Stmts(r.w)
 	x.line = len(r.trace)
 	r.trace = append(r.trace, r.line(x, op))
 	for i, stmt := range stmts {
@@ -594,7 +618,15 @@ func (r *srun) handle(x *sched) error {
 	if x.waits {
 		answer += " (after waiting)"
 	}
+	pid := x.c.PID()
 	v := x.c.Land(f)
+	if res.Err != nil && !x.c.Connected() && pid != 0 {
+		// A lost connection's backend ends by itself (a proxy cut or drop closed its socket):
+		// the run goes on once it has, so that no statement after it can wait for its locks.
+		if err := r.s.in.WaitGone(r.s.ctx, pid); err != nil {
+			r.harness(err)
+		}
+	}
 	if r.timed && res.Clock.Known() {
 		answer += "  @" + f.At.String()
 	}

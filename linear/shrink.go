@@ -23,7 +23,8 @@ func opLabel(session int) string { return fmt.Sprintf("op s%d", session) }
 
 // argLabels are the choices that belong to the operation drawn just before them.
 var argLabels = map[string]bool{"prefix op": true, "back": true, "expire by id": true, "job": true, "rollback": true, "complete in txn": true,
-	"real time": true, "lease": true, "margin": true, "after": true, "pause": true, "wait": true, "hold": true}
+	"real time": true, "lease": true, "margin": true, "after": true, "pause": true, "wait": true, "hold": true,
+	"proxy fault": true, "hit": true, "fault at": true}
 
 // ShrinkInput makes a failing FuzzScheduled input smaller, keeping only changes after which the
 // run still breaks the same property. It first removes whole operations (an operation's

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"pgqcheck/faultproxy"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/timeline"
@@ -24,7 +25,11 @@ type StressConfig struct {
 	// Lease is every claim's lease. It must outlive the run: the model treats leases as live
 	// until an expiry ends them (default 1h).
 	Lease   time.Duration
-	NoChaos bool   // run the traffic without faults
+	NoChaos bool // run the traffic without faults
+	// NoProxy connects the workers straight to Postgres, so the chaos goroutine injects no
+	// proxy faults (dropped replies, cuts, delays, stalls); by default they go through the
+	// fault proxy.
+	NoProxy bool
 	Seed    uint64 // seeds the traffic's choices; 0 picks one (printed in the result)
 	// ReportDir is where a failing run writes its report folder (default os.TempDir()).
 	ReportDir string
@@ -117,19 +122,29 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 			c.Close()
 		}
 	}()
-	dial := func(name string) (*Client, error) {
+	var proxy *faultproxy.Proxy
+	if !cfg.NoChaos && !cfg.NoProxy {
+		p, err := faultproxy.New()
+		if err != nil {
+			return nil, err
+		}
+		defer p.Close()
+		proxy = p
+	}
+	dialVia := func(name string, p *faultproxy.Proxy) (*Client, error) {
 		// No lock_timeout: a completion may wait for a held lock. The statement timeout only
 		// keeps a hung statement from hanging the suite.
-		c, err := Dial(ctx, in, name, rec, sut.SessionOptions{StatementTimeout: 30 * time.Second})
+		c, err := DialVia(ctx, in, name, rec, sut.SessionOptions{StatementTimeout: 30 * time.Second}, p)
 		if err == nil {
 			clients = append(clients, c)
 		}
 		return c, err
 	}
+	dial := func(name string) (*Client, error) { return dialVia(name, nil) }
 	seed := rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)
 	rngFor := func() *rand.Rand { return rand.New(rand.NewPCG(seed.Uint64(), seed.Uint64())) }
 	for i := 0; i < cfg.Workers; i++ {
-		c, err := dial(fmt.Sprintf("w%d", i))
+		c, err := dialVia(fmt.Sprintf("w%d", i), proxy)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +228,11 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		return nil, err
 	}
 	d := newActor(drainer, in.Queue)
-	d.w.Jobs, d.w.Lease, d.strict = r.knownIDs(), cfg.Lease, true
+	ids, err := r.tableIDs(ctx, drainer)
+	if err != nil {
+		return nil, fmt.Errorf("drain: %w", err)
+	}
+	d.w.Jobs, d.w.Lease, d.strict = ids, cfg.Lease, true
 	if err := (program.Drain{S: drainer.Name}).Run(ctx, d); err != nil {
 		return nil, fmt.Errorf("drain: %w", err)
 	}
@@ -261,6 +280,12 @@ const drainSession = "drain"
 // their own connections for d, with every operation recorded or with the same statements run
 // bare, and it returns queue statements per second.
 func Throughput(ctx context.Context, in *sut.Installed, workers int, d time.Duration, record bool) (float64, error) {
+	return ThroughputVia(ctx, in, workers, d, record, nil)
+}
+
+// ThroughputVia is Throughput with every worker connected through p (nil: straight to
+// Postgres), no fault armed: what the fault proxy costs.
+func ThroughputVia(ctx context.Context, in *sut.Installed, workers int, d time.Duration, record bool, p *faultproxy.Proxy) (float64, error) {
 	if err := in.Reset(ctx); err != nil {
 		return 0, err
 	}
@@ -275,7 +300,7 @@ func Throughput(ctx context.Context, in *sut.Installed, workers int, d time.Dura
 		}
 	}()
 	for i := 0; i < max(workers, 1); i++ {
-		c, err := Dial(ctx, in, fmt.Sprintf("w%d", i), rec, sut.SessionOptions{StatementTimeout: 30 * time.Second})
+		c, err := DialVia(ctx, in, fmt.Sprintf("w%d", i), rec, sut.SessionOptions{StatementTimeout: 30 * time.Second}, p)
 		if err != nil {
 			return 0, err
 		}

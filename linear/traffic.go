@@ -3,6 +3,7 @@ package linear
 import (
 	"context"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,7 @@ var (
 	LeaseWeights      = program.Weights{"long": 96, "timed": 4}
 	TimedHoldWeights  = program.Weights{"at once": 88, "until before its end": 4, "until after its end": 4, "pause": 4}
 	AfterClaimWeights = program.Weights{"complete": 85, "crash": 5, "complete older": 7, "keep": 3}
-	ChaosWeights      = program.Weights{"expire": 450, "lock": 150, "cancel": 20, "terminate": 5, "snapshot": 10, "rest": 365}
+	ChaosWeights      = program.Weights{"expire": 450, "lock": 150, "cancel": 20, "terminate": 5, "snapshot": 10, "rest": 365, "net": 20}
 	ReleaseWeights    = program.Weights{"commit": 40, "rollback": 30, "cancel": 15, "terminate": 15}
 )
 
@@ -143,6 +144,28 @@ func (r *run) backlog() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.known) - len(r.claimed)
+}
+
+// tableIDs is every job the drain must expire: those whose enqueue returned, and every other
+// row the queue holds (an enqueue whose answer was lost may have created one), read with an
+// unrecorded snapshot on c, which nothing else uses any more.
+func (r *run) tableIDs(ctx context.Context, c *Client) ([]int64, error) {
+	rows, _, err := c.Session().Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := r.knownIDs()
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for _, row := range rows {
+		if !seen[row.ID] {
+			ids = append(ids, row.ID)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
 }
 
 func (r *run) knownIDs() []int64 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"pgqcheck/faultproxy"
 	"pgqcheck/model"
 	"pgqcheck/program"
 )
@@ -89,7 +90,8 @@ func Check(h *History, timeout time.Duration) *Verdict {
 		v.Problems = append(v.Problems, f.Error())
 		first = append(first, f)
 	}
-	for _, p := range crashed {
+	recovery := append(crashed, inventedTokens(h)...)
+	for _, p := range recovery {
 		v.Problems = append(v.Problems, p.Error())
 		first = append(first, p)
 	}
@@ -424,6 +426,15 @@ func Account(h *History) *Accounting {
 			strays = append(strays, id)
 		}
 	}
+	// A job no acknowledged enqueue created, but that the table holds, was created by an
+	// enqueue whose answer was lost: it is the queue's as much as any other, and the drain
+	// must have completed it too.
+	for _, id := range strays {
+		if f, ok := final[id]; ok && f.Output.Found && f.Output.State != model.Done {
+			a.Lost = append(a.Lost, id)
+			a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d, created by an enqueue whose answer was lost, is %s after every lease lapsed and the queue drained (lost)", id, f.Output.State))
+		}
+	}
 	if len(strays) > unknownEnqueues {
 		for _, id := range strays {
 			a.Unexpected = append(a.Unexpected, id)
@@ -513,6 +524,14 @@ func CountOps(h *History) program.Counts {
 			c.Cancels++
 		case "terminate":
 			c.Terminates++
+		case string(faultproxy.DropReply):
+			c.DroppedReplies++
+		case string(faultproxy.Cut):
+			c.Cuts++
+		case string(faultproxy.DelayReply):
+			c.Delays++
+		case string(faultproxy.Stall):
+			c.Stalls++
 		}
 	}
 	return c

@@ -347,10 +347,14 @@ func Ignored(in Input, out Output) bool {
 //     claim several jobs), which can hide a bug but never raise a false alarm. Each copy can
 //     act only while its job is eligible, and a job becomes eligible only through its enqueue,
 //     an expiry or a claim whose lease ends by itself, so at most that many copies can take
-//     effect in one partition (all of them, when the copies' own leases end by themselves);
-//     copies are interchangeable except for their call times, and an earlier-called copy can
-//     be linearized wherever a later-called one can, so keeping only that many, the earliest
-//     called, decides exactly the same thing. This keeps long histories cheap.
+//     effect in one partition, plus one for each copy whose own lease ends by itself. Copies
+//     whose leases outlive the history and that ask the same lease are interchangeable except
+//     for their call times (and windows, which only widen the earlier), and an earlier-called
+//     copy can be linearized wherever a later-called one can, so keeping only that many of
+//     them, the earliest called, decides exactly the same thing; a copy whose lease ends by
+//     itself is always kept. A copy called after an accepted completion of the job returned
+//     cannot take effect (done is terminal), and is left out. This keeps long histories
+//     cheap.
 //   - An enqueue with an unknown outcome has no id. It is copied, as "may have created this
 //     job", into the partitions of jobs that no returned enqueue created; one copy suffices
 //     (only the first can take effect), the earliest called.
@@ -404,9 +408,11 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 		}
 	}
 	lapses := func(in Input) bool { return in.Lease != 0 && in.At.From+in.Lease <= last }
-	timedUnknown := false
+	lapsingCopies := 0
 	for _, op := range unknownClaims {
-		timedUnknown = timedUnknown || lapses(op.Input.(Input))
+		if lapses(op.Input.(Input)) {
+			lapsingCopies++
+		}
 	}
 	byCall(unknownEnqueues)
 	ids := make([]int64, 0, len(byJob))
@@ -450,11 +456,21 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 			part = append(part, copyFor(unknownEnqueues[0], id))
 			windows++
 		}
-		if everyCopy || timedUnknown {
+		if everyCopy {
 			windows = len(unknownClaims)
 		}
-		for i := 0; i < windows && i < len(unknownClaims); i++ {
-			part = append(part, copyFor(unknownClaims[i], id))
+		windows += lapsingCopies
+		kept := map[time.Duration]int{}
+		for _, op := range unknownClaims {
+			if !everyCopy && doneBy >= 0 && op.Call > doneBy {
+				break // called once the job was done, which is terminal: it cannot claim it
+			}
+			in := op.Input.(Input)
+			if !lapses(in) && kept[in.Lease] >= windows {
+				continue
+			}
+			part = append(part, copyFor(op, id))
+			kept[in.Lease]++
 		}
 		for _, op := range unknownRescues {
 			part = append(part, copyFor(op, id))

@@ -42,6 +42,12 @@ type Counts struct {
 	Unknown    int64 `json:"unknown,omitempty"`     // operations whose outcome never came back
 	Aborted    int64 `json:"aborted,omitempty"`     // operations rolled back with their transaction
 	ClaimWaits int64 `json:"claim_waits,omitempty"` // claims seen waiting behind an injected row lock (observations)
+	// Fault proxy faults that hit a statement: replies dropped after the server answered,
+	// connections cut mid-request, replies delayed, requests stalled mid-message.
+	DroppedReplies int64 `json:"dropped_replies,omitempty"`
+	Cuts           int64 `json:"cut_connections,omitempty"`
+	Delays         int64 `json:"delayed_replies,omitempty"`
+	Stalls         int64 `json:"stalled_requests,omitempty"`
 	// StressRounds is how many stress runs the claim waits were observed over.
 	StressRounds int64 `json:"stress_rounds,omitempty"`
 }
@@ -58,6 +64,9 @@ func (c Counts) String() string {
 	if c.TimedClaims+c.RealPauses > 0 {
 		s += fmt.Sprintf("; real time: %d claims with leases of their own length, %d pauses (%.1f s in all)",
 			c.TimedClaims, c.RealPauses, float64(c.PausedMillis)/1000)
+	}
+	if c.DroppedReplies+c.Cuts+c.Delays+c.Stalls > 0 {
+		s += fmt.Sprintf("; proxy faults: %d dropped replies, %d cuts, %d delays, %d stalls", c.DroppedReplies, c.Cuts, c.Delays, c.Stalls)
 	}
 	if c.ClaimWaits > 0 {
 		s += fmt.Sprintf("; observed %d claim(s) waiting behind an injected row lock", c.ClaimWaits)
@@ -82,6 +91,10 @@ func (c *Counts) Add(o Counts) {
 	c.Releases += o.Releases
 	c.Cancels += o.Cancels
 	c.Terminates += o.Terminates
+	c.DroppedReplies += o.DroppedReplies
+	c.Cuts += o.Cuts
+	c.Delays += o.Delays
+	c.Stalls += o.Stalls
 	c.Crashes += o.Crashes
 	c.NotPromised += o.NotPromised
 	c.Drains += o.Drains

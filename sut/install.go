@@ -306,9 +306,18 @@ func (in *Installed) Close() {
 }
 
 func connect(ctx context.Context, dsn, app string) (*pgx.Conn, error) {
+	return connectVia(ctx, dsn, app, nil)
+}
+
+func connectVia(ctx context.Context, dsn, app string, dial DialFunc) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("pgqcheck: bad connection string: %s", textfmt.ErrLine(err))
+	}
+	if dial != nil {
+		if err := viaDial(cfg, dial); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}

@@ -35,11 +35,14 @@ type SessionOptions struct {
 	LockTimeout time.Duration
 	// StatementTimeout bounds every statement; zero leaves the server's default.
 	StatementTimeout time.Duration
+	// Dial, when set, opens the session's connection in place of pgx's own dialer (the fault
+	// proxy's, see WithDial); the session then runs without TLS.
+	Dial DialFunc
 }
 
 // Connect opens a session named name (its application_name is pgqcheck-<name>).
 func (in *Installed) Connect(ctx context.Context, name string, o SessionOptions) (*Session, error) {
-	c, err := connect(ctx, in.DSN, "pgqcheck-"+name)
+	c, err := connectVia(ctx, in.DSN, "pgqcheck-"+name, o.Dial)
 	if err != nil {
 		return nil, err
 	}
@@ -350,11 +353,12 @@ func (s *Session) Lock(ctx context.Context, id int64) error {
 // Commit ends the transaction; a COMMIT that Postgres turned into a ROLLBACK (the transaction
 // had failed) is an error, since the caller believed its work was kept.
 func (s *Session) Commit(ctx context.Context) error {
+	open := !s.conn.IsClosed()
 	tag, err := s.conn.Exec(ctx, "COMMIT")
 	if err == nil && tag.String() == "ROLLBACK" {
 		return ErrRolledBack
 	}
-	return err
+	return lostAfterSend(open, err)
 }
 
 // ErrRolledBack is a COMMIT that Postgres answered with ROLLBACK: the transaction had failed.

@@ -1,0 +1,176 @@
+package linear
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"pgqcheck/faultproxy"
+	"pgqcheck/model"
+	"pgqcheck/program"
+	"pgqcheck/sut"
+	"pgqcheck/sut/suttest"
+)
+
+// TestStressProxyFaults: stress traffic whose chaos goroutine arms proxy faults often, on the
+// seed queue (TestLinearStress runs every queue judged with the default mix, proxy faults in
+// it). Every kind hits a statement and is in the history's faults; a dropped reply or a cut
+// leaves operations with unknown outcomes; and the history checks.
+func TestStressProxyFaults(t *testing.T) {
+	defer func(c program.Weights) { ChaosWeights = c }(ChaosWeights)
+	ChaosWeights = program.Weights{"net": 30, "expire": 30, "snapshot": 5, "rest": 35}
+	for _, name := range []string{sut.DefaultQueue} {
+		t.Run(name, func(t *testing.T) {
+			in := suttest.Install(t, sut.MustBuiltin(name))
+			res, err := Stress(context.Background(), in, StressConfig{Duration: 700 * time.Millisecond, ReportDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s (check %v)", res, res.CheckTime)
+			if res.Failed() {
+				t.Fatalf("%s\n%s", res, res.Verdict.Explanation)
+			}
+			c := res.Counts
+			if c.DroppedReplies == 0 || c.Cuts == 0 || c.Delays == 0 || c.Stalls == 0 {
+				t.Fatalf("proxy faults that hit: %d dropped, %d cut, %d delayed, %d stalled; want each kind", c.DroppedReplies, c.Cuts, c.Delays, c.Stalls)
+			}
+			if c.Unknown == 0 {
+				t.Fatalf("no operation has an unknown outcome after %d dropped replies and %d cuts", c.DroppedReplies, c.Cuts)
+			}
+			kinds := map[string]bool{}
+			for _, f := range res.History.Faults {
+				kinds[f.Kind] = true
+			}
+			for _, k := range faultproxy.Kinds {
+				if !kinds[string(k)] {
+					t.Errorf("no %s in the history's faults", k)
+				}
+			}
+			unknownClaims := 0
+			for _, o := range res.History.Ops {
+				if o.Input.Kind == model.OpClaim && o.Output.Outcome == model.Unknown {
+					unknownClaims++
+				}
+			}
+			t.Logf("%d claims with unknown outcomes", unknownClaims)
+		})
+	}
+}
+
+// TestScheduledProxyFaults: drawn proxy faults in scheduled mode, one run per kind on the seed
+// queue. s0 holds job 1 from the prefix; s1 claims with the fault armed, then s0 claims. A
+// dropped reply leaves s1's claim unknown though the server committed it (s0 finds nothing,
+// the drain finds job 2 running); a cut leaves it unknown and the server ran nothing (s0
+// takes job 2); a delay and a stall only make it late. Each run's fault is in its history's faults, the run holds, and its program
+// reads back with the fault's line and replays.
+func TestScheduledProxyFaults(t *testing.T) {
+	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
+	s := NewScheduler(context.Background(), in, ScheduledConfig{Name: "proxy", ReportDir: t.TempDir()})
+	defer s.Close()
+	pf := kindAt(t, SuffixWeights, "proxy-fault")
+	for i, k := range faultproxy.Kinds {
+		t.Run(string(k), func(t *testing.T) {
+			ch := &scripted{t: t, want: map[string][]int{
+				"jobs": {2}, "prefix claim": {1}, "suffix": {1, 1},
+				"op s0": {0}, "op s1": {pf}, "proxy fault": {i}, "hold": {1},
+				// s1 arms its fault and claims; then s0 claims.
+				"next": {1, 1, 0},
+			}}
+			s.run(t, ch, nil)
+			if s.Last() != nil {
+				t.Fatalf("the run failed on the seed queue:\n%s", s.Last())
+			}
+			trace := s.Trace()
+			t.Logf("\n%s", trace)
+			line := program.ProxyFault{S: "s1", Kind: k, For: ScheduledHolds[1]}.String()
+			if !hasLine(trace, line) {
+				t.Fatalf("the trace has no line %q", line)
+			}
+			after := map[faultproxy.Kind]string{
+				faultproxy.DropReply:  "s0 snapshot -> [1:running/g1/live 2:running/g1/live]",
+				faultproxy.Cut:        "s0 claim (strict) -> job 2 gen 1",
+				faultproxy.DelayReply: "s1 claim (strict) -> job 2 gen 1",
+				faultproxy.Stall:      "s1 claim (strict) -> job 2 gen 1",
+			}[k]
+			if !hasLine(trace, after) {
+				t.Fatalf("the trace has no line %q", after)
+			}
+			var faults []string
+			for _, f := range s.history.Faults {
+				faults = append(faults, f.Kind+" "+f.Target)
+			}
+			if len(faults) != 1 || faults[0] != string(k)+" s1" {
+				t.Fatalf("the history's faults are %q; want one %s on s1", faults, k)
+			}
+			var claim *Op
+			for i, o := range s.history.Ops {
+				if o.Session == "s1" && o.Input.Kind == model.OpClaim {
+					claim = &s.history.Ops[i]
+					break
+				}
+			}
+			if claim == nil {
+				t.Fatal("no claim by s1 in the history")
+			}
+			if unknown := claim.Output.Outcome == model.Unknown; unknown != k.Lost() {
+				t.Fatalf("s1's claim after %s: %s; want an unknown outcome exactly when the fault loses the connection", k, model.DescribeOp(claim.Input, claim.Output))
+			}
+			if k.Lost() && (claim.Return != Never || !hasLine(trace, "s1 claim (strict) -> connection lost")) {
+				t.Fatalf("s1's lost claim returns at %d, not Never, or the trace does not say the connection was lost", claim.Return)
+			}
+			p, err := program.Parse(s.ran.Format())
+			if err != nil || p.Body() != s.ran.Body() {
+				t.Fatalf("the program does not read back (%v):\n%s", err, s.ran.Format())
+			}
+			if f, err := s.ReplayProgram(p); err != nil || f != nil {
+				t.Fatalf("the program does not replay (%v):\n%v", err, f)
+			}
+			if !hasLine(s.Trace(), line) {
+				t.Fatalf("the replay's trace has no line %q:\n%s", line, s.Trace())
+			}
+		})
+	}
+}
+
+// TestSplitMutantsNeedFaults: the two split mutants (testdata/mutants/claim-split-lease,
+// complete-split-statements) hold under stress traffic without faults, and proxy faults
+// alone (no cancels, terminations or row locks) catch them: they are bugs only a lost
+// connection between their two halves shows.
+func TestSplitMutantsNeedFaults(t *testing.T) {
+	suttest.SelfCheck(t, "./linear")
+	defer func(c program.Weights) { ChaosWeights = c }(ChaosWeights)
+	for _, name := range []string{"claim-split-lease", "complete-split-statements"} {
+		t.Run(name, func(t *testing.T) {
+			q, err := sut.LoadDir(filepath.Join("..", "testdata", "mutants", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := suttest.Install(t, q)
+			res, err := Stress(context.Background(), in, StressConfig{Duration: 300 * time.Millisecond, NoChaos: true, ReportDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Failed() {
+				t.Fatalf("without faults the mutant should hold: %s", res)
+			}
+			ChaosWeights = program.Weights{"net": 30, "expire": 30, "snapshot": 10, "rest": 30}
+			for round := 1; ; round++ {
+				res, err = Stress(context.Background(), in, StressConfig{Duration: 700 * time.Millisecond, ReportDir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Failed() {
+					t.Logf("caught in round %d: %s", round, res.Verdict.Violation)
+					break
+				}
+				if round == 5 {
+					t.Fatalf("proxy faults did not catch %s in %d rounds: %s", name, round, res)
+				}
+			}
+			if c := res.Counts; c.Terminates+c.Cancels+c.Locks > 0 {
+				t.Fatalf("faults other than the proxy's were injected: %s", c)
+			}
+		})
+	}
+}
