@@ -73,12 +73,15 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 		var c Crash
 		for _, lease := range CrashProbeLeases {
 			// A job of its own first, so that the claim finds one even when the workers
-			// have emptied the queue.
-			if res := probe.one(r.ctx, program.Enqueue{S: pc.Name, N: 1}); res.Err == nil {
-				r.noteEnqueued(res.Out.Job)
-			}
-			if res := probe.one(r.ctx, program.Claim{S: pc.Name, Lease: lease}); res.Err == nil && res.Out.Found {
-				c.Probes = append(c.Probes, probe.s.Tokens[len(probe.s.Tokens)-1])
+			// have emptied the queue; a few times, since a worker may take it first.
+			for try := 0; try < 5; try++ {
+				if res := probe.one(r.ctx, program.Enqueue{S: pc.Name, N: 1}); res.Err == nil {
+					r.noteEnqueued(res.Out.Job)
+				}
+				if res := probe.one(r.ctx, program.Claim{S: pc.Name, Lease: lease}); res.Err == nil && res.Out.Found {
+					c.Probes = append(c.Probes, probe.s.Tokens[len(probe.s.Tokens)-1])
+					break
+				}
 			}
 		}
 		begin := time.Now()
@@ -96,6 +99,7 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 		pc.Lost()
 		err := cfg.Crash.Restart(r.ctx)
 		if err == nil {
+			r.rec.EndFault(FaultCrash, CrashTarget) // the page shades the server's downtime
 			r.rec.Fault(FaultRestart, CrashTarget)
 			err = r.in.ReconnectAdmin(r.ctx)
 		}

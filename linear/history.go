@@ -215,6 +215,20 @@ func (r *Recorder) Fault(kind, target string) {
 	r.faults = append(r.faults, Fault{At: at, Kind: kind, Target: target})
 }
 
+// EndFault closes the window of the latest fault of that kind on that target: it lasted until
+// now (a crash, until the restarted server answers).
+func (r *Recorder) EndFault(kind, target string) {
+	at := r.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.faults) - 1; i >= 0; i-- {
+		if f := &r.faults[i]; f.Kind == kind && f.Target == target {
+			f.Until = at
+			return
+		}
+	}
+}
+
 // Finding records a violation seen directly. The first of each distinct text is kept.
 func (r *Recorder) Finding(v *model.Violation) {
 	r.mu.Lock()

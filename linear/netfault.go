@@ -200,6 +200,14 @@ func (r *srun) knowTable() {
 		return
 	}
 	rows, _, err := x.c.Session().Snapshot(r.s.ctx)
+	if err != nil && r.w.TxBound && (!x.c.Connected() || sqlState(err) == "57P01") {
+		// Another session's expiry ended this one's backend, and with it the lease it held.
+		x.c.Lost()
+		r.w.Lost(x.s)
+		if err = x.c.ensure(r.s.ctx); err == nil {
+			rows, _, err = x.c.Session().Snapshot(r.s.ctx)
+		}
+	}
 	if err != nil {
 		r.harness(err)
 		return

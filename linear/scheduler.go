@@ -643,7 +643,7 @@ func (r *srun) handle(x *sched) error {
 	}
 	// On a queue whose claims hold a transaction, another session's expiry ends the holder's
 	// backend: that is the lease ending, not a fault.
-	expired := r.w.TxBound && !x.c.Connected()
+	expired := r.w.TxBound && (!x.c.Connected() || sqlState(res.Err) == "57P01")
 	if res.Err != nil && !f.Faulted && !expired && !errors.Is(res.Err, sut.ErrRolledBack) {
 		// Nothing but the harness's own faults may make a statement fail here.
 		if v != nil {

@@ -228,7 +228,8 @@ func (sh Shape) StepJob(s JobState, in Input, out Output) (JobState, *Violation)
 		would := s.completable(g, in.At)
 		done := JobState{Exists: true, State: Done, Gen: s.Gen}
 		if unknown {
-			if would != Over {
+			// A queue that does not fence may have accepted it whatever its token.
+			if would != Over || sh.Unfenced && s.Exists && s.State != Done {
 				return done, nil
 			}
 			return s, nil

@@ -1,18 +1,18 @@
--- The job row is locked and updated first, so a racing claim or completion rechecks it; the
--- previous claim's execution row goes, and the new one is the token.
+-- The new execution row is the token, and the job row names it. Fencing reads the job row,
+-- which a racing completion locks and rechecks: a statement's snapshot of claimed_executions
+-- could miss an execution committed while it waited for the row (an earlier version of this
+-- queue, which deleted the job's old executions here, let a stale one survive).
 WITH candidate AS (
   SELECT id FROM jobs
   WHERE state = 'ready' OR (state = 'claimed' AND lease_until < clock_timestamp())
   ORDER BY id
   FOR UPDATE SKIP LOCKED
   LIMIT 1
-), job AS (
-  UPDATE jobs j SET state = 'claimed', lease_until = clock_timestamp() + $1::interval
-  FROM candidate WHERE j.id = candidate.id
-  RETURNING j.id
-), gone AS (
-  DELETE FROM claimed_executions c USING job WHERE c.job_id = job.id
+), execution AS (
+  INSERT INTO claimed_executions (job_id, worker)
+  SELECT id, $2::text FROM candidate
+  RETURNING id, job_id
 )
-INSERT INTO claimed_executions (job_id, worker)
-SELECT id, $2::text FROM job
-RETURNING job_id AS id, id AS execution
+UPDATE jobs j SET state = 'claimed', lease_until = clock_timestamp() + $1::interval, execution = e.id
+FROM execution e WHERE j.id = e.job_id
+RETURNING j.id, e.id AS execution
