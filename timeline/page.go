@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"pgqcheck/internal/textfmt"
 )
 
 // The page's geometry, in CSS pixels. The charts sit at the page's left edge (the body has no
@@ -543,22 +545,7 @@ func fmtNum(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-func fmtInt(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func fmtInt(n int64) string { return textfmt.Thousands(n) }
 
 func fmtDur(d time.Duration) string {
 	switch {

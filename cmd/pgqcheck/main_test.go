@@ -178,9 +178,25 @@ func TestRunSmoke(t *testing.T) {
 	if r.code != exitHeld || !strings.Contains(r.stdout, "verdict: every checked property held") || !strings.Contains(r.stdout, "run: queue built-in seed") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	files, _ := filepath.Glob(filepath.Join(rep, "run-*.json"))
+	report, file := readReport(t, rep)
+	if report.Verdict != campaign.VerdictHeld || report.Seed != 7 || report.Checks == 0 || report.Histories == 0 || report.Backend == "" {
+		t.Errorf("report: %+v", report)
+	}
+	if r := pgqcheck(t, "report", file); r.code != exitHeld || !strings.Contains(r.stdout, "verdict: every checked property held") {
+		t.Errorf("report: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	merged := filepath.Join(t.TempDir(), "merged.json")
+	if r := pgqcheck(t, "report", "-merge", merged, file, file); r.code != exitHeld || !strings.Contains(r.stdout, "merged from 2 shard reports") {
+		t.Errorf("report -merge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// readReport reads the one report a run wrote into dir.
+func readReport(t *testing.T, dir string) (campaign.Report, string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "run-*.json"))
 	if len(files) != 1 {
-		t.Fatalf("want one report in %s, found %v", rep, files)
+		t.Fatalf("want one report in %s, found %v", dir, files)
 	}
 	b, err := os.ReadFile(files[0])
 	if err != nil {
@@ -190,16 +206,7 @@ func TestRunSmoke(t *testing.T) {
 	if err := json.Unmarshal(b, &report); err != nil {
 		t.Fatal(err)
 	}
-	if report.Verdict != campaign.VerdictHeld || report.Seed != 7 || report.Checks == 0 || report.Histories == 0 || report.Backend == "" {
-		t.Errorf("report: %+v", report)
-	}
-	if r := pgqcheck(t, "report", files[0]); r.code != exitHeld || !strings.Contains(r.stdout, "verdict: every checked property held") {
-		t.Errorf("report: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	merged := filepath.Join(t.TempDir(), "merged.json")
-	if r := pgqcheck(t, "report", "-merge", merged, files[0], files[0]); r.code != exitHeld || !strings.Contains(r.stdout, "merged from 2 shard reports") {
-		t.Errorf("report -merge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
+	return report, files[0]
 }
 
 // TestRunCrash runs a crash campaign end to end: one stress round at least, with the server
@@ -214,18 +221,7 @@ func TestRunCrash(t *testing.T) {
 	if r.code != exitHeld || !strings.Contains(r.stdout, "server crashes: ") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	files, _ := filepath.Glob(filepath.Join(rep, "run-*.json"))
-	if len(files) != 1 {
-		t.Fatalf("want one report in %s, found %v", rep, files)
-	}
-	b, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var report campaign.Report
-	if err := json.Unmarshal(b, &report); err != nil {
-		t.Fatal(err)
-	}
+	report, _ := readReport(t, rep)
 	if report.Crashes == nil || report.Crashes.Rounds < 1 || report.Crashes.Rounds != report.Histories || report.Crashes.LongestDownS <= 0 {
 		t.Errorf("report: %d histories, crashes %+v; want one crash round per history", report.Histories, report.Crashes)
 	}
