@@ -35,26 +35,36 @@ func TestLinearStress(t *testing.T) {
 	for _, q := range suttest.Queues(t) {
 		t.Run(q.Name, func(t *testing.T) {
 			in := suttest.Install(t, q)
-			res, err := linear.Stress(context.Background(), in, linear.StressConfig{Duration: *stressFor, PassDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkMeasures(t, res)
-			t.Logf("%s (checked in %v)", res, res.CheckTime.Round(time.Millisecond))
-			verdicts := program.NewVerdicts(q.Shape(), program.ConcurrentProperties...)
-			verdicts.NotPromised[model.PFencing] = int(res.Counts.NotPromised)
-			if res.Failed() {
-				if v := res.Verdict.Violation; v != nil {
-					verdicts.Violated[v.Property] = true
-				}
-				t.Fatalf("%s\n%s\nverdict on %s:\n%s", res, res.Verdict.Explanation, q.Name, verdicts)
-			}
-			t.Logf("verdict on %s:\n%s", q.Name, verdicts)
 			// A run that never reclaimed, refused or expired anything, or took no lease that
-			// ends by itself, proves little.
+			// ends by itself, proves little. A loaded machine can starve a short run of such
+			// moments: the run is repeated, each time twice as long, before that fails the test.
 			timedLeases := q.FixedLease == 0 || q.FixedLease <= program.MaxNearLease
-			if c := res.Counts; c.Completions == 0 || c.RejectedCompletions == 0 || c.Expiries == 0 || c.TimedClaims == 0 && timedLeases || c.Locks == 0 && q.CanLock() {
-				t.Fatalf("the run exercised too little to be a verdict: %s", c)
+			tooLittle := func(c program.Counts) bool {
+				return c.Completions == 0 || c.RejectedCompletions == 0 || c.Expiries == 0 || c.TimedClaims == 0 && timedLeases || c.Locks == 0 && q.CanLock()
+			}
+			for try, d := 0, *stressFor; ; try, d = try+1, 2*d {
+				res, err := linear.Stress(context.Background(), in, linear.StressConfig{Duration: d, PassDir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkMeasures(t, res)
+				t.Logf("%s (checked in %v)", res, res.CheckTime.Round(time.Millisecond))
+				verdicts := program.NewVerdicts(q.Shape(), program.ConcurrentProperties...)
+				verdicts.NotPromised[model.PFencing] = int(res.Counts.NotPromised)
+				if res.Failed() {
+					if v := res.Verdict.Violation; v != nil {
+						verdicts.Violated[v.Property] = true
+					}
+					t.Fatalf("%s\n%s\nverdict on %s:\n%s", res, res.Verdict.Explanation, q.Name, verdicts)
+				}
+				t.Logf("verdict on %s:\n%s", q.Name, verdicts)
+				switch {
+				case !tooLittle(res.Counts):
+					return
+				case try == 2:
+					t.Fatalf("three runs, the last of %v, exercised too little to be a verdict: %s", d, res.Counts)
+				}
+				t.Logf("the run exercised too little to be a verdict (%s); again, for %v", res.Counts, 2*d)
 			}
 		})
 	}
