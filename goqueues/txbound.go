@@ -41,7 +41,6 @@ type txBound struct {
 	mu     sync.Mutex
 	holder map[int64]handle // job -> the claim whose transaction holds its row lock
 	claims map[int64]int64  // job -> how many claims took it: the number in each handle
-	latest map[int64]string // job -> the transaction of its latest claim, held or since ended
 }
 
 // handle names a claim's transaction: the backend and its transaction id (the backend's pid
@@ -131,7 +130,8 @@ func (q *txBound) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 	case pid == 0:
 		return nil
 	case pid == c.PgConn().PID():
-		q.release(id)
+		// Released once the transaction is over: a snapshot in between must still see a holder.
+		defer q.release(id)
 		if c.PgConn().TxStatus() == 'I' {
 			return nil
 		}
@@ -140,8 +140,8 @@ func (q *txBound) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 	}
 	// Only the backend still in the claim's transaction is ended (a pid alone may by now name
 	// another backend, of this run or of another). With a timeout, pg_terminate_backend waits
-	// until it has exited, and its row lock is gone.
-	q.release(id)
+	// until it has exited, and its row lock is gone; only then is the job released here.
+	defer q.release(id)
 	// Inside a transaction (the expiring session may hold a job itself) pg_stat_activity is read
 	// once and kept: the cached view would not show a backend that started since.
 	if _, err := c.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
@@ -164,7 +164,14 @@ func (q *txBound) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 // FOR UPDATE SKIP LOCKED tells the free rows from the held ones; on a session that holds a job
 // itself, in a savepoint of that transaction, where its own job looks free and is told apart
 // by who holds it.
+//
+// A held row's claim number comes from what this queue knew just before it read the table: the
+// holder's, or, where none held the job then, the next number (a claim that took the row since,
+// its number not yet given); a free row's is the count then, a done row's the count after. A row lock is not part of a statement's snapshot, so the rows'
+// lockers cannot be read at one instant with them; every job's answer is true at some instant
+// of the snapshot's call, which is all a history asks of it.
 func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) {
+	holders, claims := q.known()
 	begin, end := "BEGIN", "ROLLBACK"
 	own := c.PgConn().TxStatus() != 'I'
 	if own {
@@ -174,10 +181,7 @@ func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error
 		return nil, err
 	}
 	defer c.Exec(context.Background(), end)
-	// One statement, so that the free rows and the rest are read at one instant: FOR UPDATE
-	// SKIP LOCKED in the subquery takes the free rows, and a row not done that it did not take
-	// is held by a claim's transaction.
-	rows, err := c.Query(ctx, `SELECT j.id, j.done, j.xmax::text, f.id IS NOT NULL
+	rows, err := c.Query(ctx, `SELECT j.id, j.done, f.id IS NOT NULL
 		FROM jobs j LEFT JOIN (SELECT id FROM jobs WHERE NOT done FOR UPDATE SKIP LOCKED) f ON f.id = j.id
 		ORDER BY j.id`)
 	if err != nil {
@@ -188,27 +192,42 @@ func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error
 	for rows.Next() {
 		var r model.Row
 		var done, isFree bool
-		var locker string // xmax: the transaction that holds the row locked, if one does
-		if err := rows.Scan(&r.ID, &done, &locker, &isFree); err != nil {
+		if err := rows.Scan(&r.ID, &done, &isFree); err != nil {
 			return nil, err
 		}
-		var latest string
-		r.Generation, latest = q.generation(r.ID)
-		if !done && !isFree && latest != locker {
-			// Locked by a claim not yet numbered, whose answer is on its way: its number is next.
-			r.Generation++
-		}
+		h, held := holders[r.ID]
+		r.Generation = claims[r.ID]
 		switch {
 		case done:
-			r.State = model.Done
-		case isFree && !(own && q.holderOf(r.ID).pid == c.PgConn().PID()):
+			// A done job's count no longer moves: the one known now is its last.
+			r.State, r.Generation = model.Done, q.claimsOf(r.ID)
+		case isFree && !(own && held && h.pid == c.PgConn().PID()):
 			r.State = model.Ready
 		default:
 			r.State, r.LeaseLive = model.Running, true
+			if held {
+				r.Generation = h.gen
+			} else {
+				r.Generation++ // taken since by a claim whose number is on its way
+			}
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// known copies who holds which job and how many claims each job had.
+func (q *txBound) known() (map[int64]handle, map[int64]int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	holders, claims := make(map[int64]handle, len(q.holder)), make(map[int64]int64, len(q.claims))
+	for id, h := range q.holder {
+		holders[id] = h
+	}
+	for id, n := range q.claims {
+		claims[id] = n
+	}
+	return holders, claims
 }
 
 // Reset forgets every holder and claim count: the suite emptied the queue and ended every
@@ -216,7 +235,7 @@ func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error
 func (q *txBound) Reset() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.holder, q.claims, q.latest = nil, nil, nil
+	q.holder, q.claims = nil, nil
 }
 
 // claimed records a claim of job id by backend pid in transaction xid and returns its number.
@@ -224,10 +243,9 @@ func (q *txBound) claimed(id int64, pid uint32, xid string) int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.holder == nil {
-		q.holder, q.claims, q.latest = map[int64]handle{}, map[int64]int64{}, map[int64]string{}
+		q.holder, q.claims = map[int64]handle{}, map[int64]int64{}
 	}
 	q.claims[id]++
-	q.latest[id] = xid
 	q.holder[id] = handle{pid, xid, q.claims[id]}
 	return q.claims[id]
 }
@@ -238,15 +256,14 @@ func (q *txBound) release(id int64) {
 	delete(q.holder, id)
 }
 
+func (q *txBound) claimsOf(id int64) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.claims[id]
+}
+
 func (q *txBound) holderOf(id int64) handle {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.holder[id]
-}
-
-// generation is the job's latest claim number and that claim's transaction.
-func (q *txBound) generation(id int64) (int64, string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.claims[id], q.latest[id]
 }
