@@ -43,11 +43,7 @@ func ResolveQueue(dir, from, name string) (*sut.Queue, error) {
 		}
 		q, err := sut.Named(name)
 		if err != nil {
-			names := sut.Builtins()
-			for _, g := range sut.GoQueues() {
-				names = append(names, g.Name)
-			}
-			return nil, &InputError{fmt.Sprintf("no queue %q; use one of %s, or --sql-dir DIR", name, strings.Join(names, ", "))}
+			return nil, &InputError{fmt.Sprintf("no queue %q; use one of %s, or --sql-dir DIR", name, strings.Join(sut.Names(), ", "))}
 		}
 		return q, nil
 	}

@@ -198,7 +198,7 @@ func (w *World) Apply(s *Session, st Stmt, r Result, at model.Window) {
 	case KExpire:
 		// The lease was its holder's transaction, which the expiry ended.
 		for _, o := range w.Sessions {
-			if t, ok := o.newest(0); ok && w.TxBound && o.Holding && t.ID == st.Job {
+			if t, ok := o.newest(0); ok && o.Holding && t.ID == st.Job {
 				o.Holding = false
 			}
 		}

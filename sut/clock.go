@@ -170,8 +170,8 @@ func (s *Session) scan(r result, row int, dst ...any) error {
 		return fmt.Errorf("returned %d columns, want %d", len(r.fields), len(dst))
 	}
 	for i, d := range dst {
-		if err := s.conn.TypeMap().Scan(r.fields[i].DataTypeOID, r.fields[i].Format, r.rows[row][i], d); err != nil {
-			return fmt.Errorf("column %d (%s): %w", i+1, r.fields[i].Name, err)
+		if err := s.scanCol(r, row, i, d); err != nil {
+			return err
 		}
 	}
 	return nil

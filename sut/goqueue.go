@@ -125,16 +125,19 @@ func Named(name string) (*Queue, error) {
 		return q, nil
 	}
 	q, err := Builtin(name)
-	if err != nil {
-		var goNames []string
-		for _, g := range GoQueues() {
-			goNames = append(goNames, g.Name)
-		}
-		if len(goNames) > 0 {
-			return nil, fmt.Errorf("%v, or a Go queue: %s", err, strings.Join(goNames, ", "))
-		}
+	if err != nil && len(Names()) > len(Builtins()) {
+		return nil, fmt.Errorf("pgqcheck: no queue %q; choose one of %s", name, strings.Join(Names(), ", "))
 	}
 	return q, err
+}
+
+// Names lists the queues known by name: the built-ins, then the Go queues this binary registers.
+func Names() []string {
+	names := Builtins()
+	for _, g := range GoQueues() {
+		names = append(names, g.Name)
+	}
+	return names
 }
 
 // IsGo reports whether the queue is written in Go.
