@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,9 +51,11 @@ type Client struct {
 	locked         []int64
 
 	// held are the jobs whose claim holds this session's transaction open, on a queue whose
-	// claims do (TxBound); lastReturn is when its last answer came back.
-	held       map[int64]bool
-	lastReturn int64
+	// claims do (TxBound), each with its claim's generation; xid is that transaction's id, alive
+	// the latest time it was known open (txbound.go).
+	held  map[int64]int64
+	xid   string
+	alive int64
 }
 
 // Dial connects a client named name.
@@ -91,7 +92,7 @@ func (c *Client) Record(rec *Recorder) {
 	c.id = rec.NewClient()
 	c.lives.Store(1)
 	c.inTxn, c.aborted, c.pend, c.locked = false, false, nil, nil
-	c.held, c.lastReturn = nil, 0
+	c.held, c.xid, c.alive = nil, "", 0
 }
 
 // PID is the backend pid of the current session (0 while disconnected).
@@ -155,7 +156,7 @@ func (c *Client) ensure(ctx context.Context) error {
 	if c.Connected() {
 		return nil
 	}
-	c.releaseHeld()
+	c.releaseHeld(true)
 	c.Close()
 	return c.connect(ctx)
 }
@@ -183,6 +184,7 @@ type Flight struct {
 	// At is the database time the statement ran in, once it landed.
 	At model.Window
 
+	ctx   context.Context // the statement's, for what the client asks the session after it
 	call  int64
 	floor time.Duration // the latest database time read before it was sent
 	done  chan program.Result
@@ -196,6 +198,7 @@ func (c *Client) Send(ctx context.Context, f *Flight) error {
 	}
 	s := c.Session()
 	f.done = make(chan program.Result, 1)
+	f.ctx = ctx
 	f.call = c.now()
 	f.floor = c.clock().Latest()
 	f.Faulted = f.Faulted || c.armed()
@@ -254,13 +257,14 @@ func (c *Client) Land(f *Flight) *model.Violation {
 	dead := !c.Connected()
 	op := Op{Client: c.id, Session: c.label(), Call: f.call, Return: ret}
 	if c.in.Queue.TxBound && r.Err == nil {
-		c.lastReturn = ret // the session was alive then: a lease its transaction holds ended later
 		switch {
 		case st.Kind == program.KClaim && r.Out.Found:
 			if c.held == nil {
-				c.held = map[int64]bool{}
+				c.held = map[int64]int64{}
 			}
-			c.held[r.Out.Job] = true
+			c.held[r.Out.Job] = r.Out.Gen
+			// Its transaction was open while the claim ran; the check below learns its id.
+			c.alive, c.xid = max(c.alive, f.call), ""
 		case st.Kind == program.KComplete && r.Out.Rows == 1:
 			delete(c.held, st.Job)
 		}
@@ -336,10 +340,8 @@ func (c *Client) Land(f *Flight) *model.Violation {
 	}
 	if dead {
 		c.Lost()
-	} else if len(c.held) > 0 && c.Session().Conn().PgConn().TxStatus() == 'I' {
-		// The transaction a claim held ended without the completion (a statement in it failed
-		// and the queue rolled it back): so did the lease.
-		c.releaseHeld()
+	} else if len(c.held) > 0 {
+		c.checkHeld(f.ctx)
 	}
 	return v
 }
@@ -404,69 +406,14 @@ func (c *Client) Lost() {
 		now := c.now()
 		c.endTxn(now, c.now(), false, false)
 	}
-	c.releaseHeld()
+	c.releaseHeld(true)
 	c.Close()
-}
-
-// Crash ends the session's backend from inside, as a worker process that dies takes its
-// connection with it, and reconnects. What its transaction held is recorded as ended once the
-// old backend is gone, when its row locks are (a backend reports its termination before it
-// releases them). It uses only its own connection: the harness's admin connection belongs to the
-// chaos goroutine.
-func (c *Client) Crash(ctx context.Context) error {
-	old := c.PID()
-	if s := c.Session(); s != nil {
-		_, _ = s.Conn().Exec(ctx, "SELECT pg_terminate_backend(pg_backend_pid())")
-	}
-	held := c.held
-	c.held = nil
-	c.Lost()
-	if err := c.ensure(ctx); err != nil {
-		return err
-	}
-	conn := c.Session().Conn()
-	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
-		var n int
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int32(old)).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-		if err := program.Wait(ctx, delay, nil); err != nil {
-			return err
-		}
-	}
-	c.held = held
-	c.releaseHeld()
-	return nil
 }
 
 // End closes the session as the run's end does, recording what that ends.
 func (c *Client) End() {
-	c.releaseHeld()
+	c.releaseHeld(true)
 	c.Close()
-}
-
-// releaseHeld records that the leases of the jobs this session's transaction held ended with
-// it (TxBound): each an expiry that happened somewhere after the session's last answer, as an
-// operation of a client of its own, since it may overlap whatever that answer belonged to.
-func (c *Client) releaseHeld() {
-	if len(c.held) == 0 || c.rec == nil {
-		c.held = nil
-		return
-	}
-	ids := make([]int64, 0, len(c.held))
-	for id := range c.held {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
-	now := c.now()
-	for _, id := range ids {
-		in := model.Input{Kind: model.OpExpire, Job: id, At: model.Window{From: c.clock().Latest(), To: model.Never}}
-		c.add(Op{Client: c.rec.NewClient(), Session: c.label() + " ended", Input: in, Call: c.lastReturn, Return: max(now, c.lastReturn+1)})
-	}
-	c.held = nil
 }
 
 // CancelIdle cancels the session's idle transaction the seed's way (program.CancelIdle) and

@@ -620,7 +620,7 @@ func (r *srun) handle(x *sched) error {
 	}
 	pid := x.c.PID()
 	v := x.c.Land(f)
-	if res.Err != nil && !x.c.Connected() && pid != 0 {
+	if !x.c.Connected() && pid != 0 {
 		// A lost connection's backend ends by itself (a proxy cut or drop closed its socket):
 		// the run goes on once it has, so that no statement after it can wait for its locks.
 		if err := r.s.in.WaitGone(r.s.ctx, pid); err != nil {
@@ -640,6 +640,9 @@ func (r *srun) handle(x *sched) error {
 	r.w.Apply(x.s, f.Stmt, res, f.At)
 	if res.Err != nil && !x.c.Connected() {
 		r.w.Lost(x.s)
+	}
+	if x.s.Holding && !x.c.Holds() {
+		x.s.Holding = false // the client saw the transaction, the lease, end
 	}
 	// On a queue whose claims hold a transaction, another session's expiry ends the holder's
 	// backend: that is the lease ending, not a fault.

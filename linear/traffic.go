@@ -72,8 +72,8 @@ func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, erro
 			return out, err
 		}
 		a.w.Apply(a.s, st, r, f.At)
-		if r.Err != nil && a.w.TxBound && !a.c.Connected() {
-			a.s.Holding = false // its transaction, the lease, ended with the connection
+		if a.s.Holding && !a.c.Holds() {
+			a.s.Holding = false // its transaction, the lease, ended (the client saw it end)
 		}
 		out = append(out, r)
 	}

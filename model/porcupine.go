@@ -257,6 +257,9 @@ func (sh Shape) StepJob(s JobState, in Input, out Output) (JobState, *Violation)
 		return s, Violate(PFencing, "complete(%d, gen %d) at %s changed 1 row, but its lease was certainly over (it ended %s)", id, g, in.At, s.Until)
 
 	case OpExpire:
+		if in.Gen != 0 && in.Gen != s.Gen {
+			return s, nil // the end of a generation's transaction, which no longer holds the job
+		}
 		if s.State == Running && sh.TxBound {
 			return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
 		}
@@ -557,6 +560,9 @@ func DescribeOp(in Input, out Output) string {
 		}
 	case OpExpire:
 		call = fmt.Sprintf("expire(%d)", in.Job)
+		if in.Gen != 0 {
+			call = fmt.Sprintf("expire(%d, gen %d)", in.Job, in.Gen)
+		}
 		if out.Outcome == Returned {
 			answer = "ok"
 		}

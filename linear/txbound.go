@@ -1,0 +1,124 @@
+package linear
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"pgqcheck/model"
+	"pgqcheck/program"
+)
+
+// On a queue whose claims hold the session's transaction (TxBound) the lease is that
+// transaction, and the history must say when it ended: an expiry of the claim's generation,
+// recorded as an operation of a client of its own, somewhere between the last moment the
+// transaction was known open and the moment it was known over.
+//
+// That a statement of a Go queue answered says nothing of the session: a completion the queue
+// refuses by its handle alone answers without a round trip, also when another session's expiry
+// has ended this session's backend long before. So after each statement of a session that
+// holds a job, the client asks the session itself which transaction it is in.
+
+// Holds reports whether the session's transaction holds a job a claim took.
+func (c *Client) Holds() bool { return len(c.held) > 0 }
+
+// checkHeld asks the session whether the transaction its claims hold is still open, and records
+// the leases as ended when it is not.
+func (c *Client) checkHeld(ctx context.Context) {
+	conn := c.Session().Conn()
+	call := c.now()
+	var xid *string
+	err := conn.QueryRow(ctx, "SELECT pg_current_xact_id_if_assigned()::text").Scan(&xid)
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		switch {
+		case xid == nil || conn.PgConn().TxStatus() == 'I':
+			c.releaseHeld(true)
+			return
+		case c.xid == "":
+			c.xid = *xid // the first check after the claim: the claim's transaction
+		case *xid != c.xid:
+			c.releaseHeld(true) // that transaction ended and another began
+			return
+		}
+		c.alive = call
+	case conn.IsClosed():
+		c.Lost()
+	case errors.As(err, &pgErr):
+		// The backend answered, inside its transaction (a failed one keeps its row locks until
+		// it rolls back), or outside any.
+		if conn.PgConn().TxStatus() == 'I' {
+			c.releaseHeld(true)
+			return
+		}
+		c.alive = call
+	}
+	// Otherwise the question was never answered (the run is stopping): nothing is learnt.
+}
+
+// releaseHeld records that the leases of the jobs this session's transaction held ended with
+// it: each an expiry of its claim's generation after the moment the transaction was last known
+// open, and, when sure, before now; when not sure, at some time after that (an unknown outcome).
+func (c *Client) releaseHeld(sure bool) {
+	if len(c.held) == 0 || c.rec == nil {
+		c.held, c.xid = nil, ""
+		return
+	}
+	ids := make([]int64, 0, len(c.held))
+	for id := range c.held {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	now := c.now()
+	for _, id := range ids {
+		in := model.Input{Kind: model.OpExpire, Job: id, Gen: c.held[id], At: model.Window{From: c.clock().Latest(), To: model.Never}}
+		op := Op{Client: c.rec.NewClient(), Session: c.label() + " ended", Input: in, Call: c.alive, Return: max(now, c.alive+1)}
+		if !sure {
+			op.Output, op.Return = model.Output{Outcome: model.Unknown}, Never
+		}
+		c.add(op)
+	}
+	c.held, c.xid = nil, ""
+}
+
+// Crash ends the session's backend from inside, as a worker process that dies takes its
+// connection with it, and reconnects. What its transaction held is recorded as ended once the
+// old backend is gone, when its row locks are (a backend reports its termination before it
+// releases them); when that cannot be seen (the new connection failed too), as ended at some
+// time after. It uses only its own connection: the harness's admin connection belongs to the
+// chaos goroutine.
+func (c *Client) Crash(ctx context.Context) error {
+	old := c.PID()
+	if s := c.Session(); s != nil {
+		_, _ = s.Conn().Exec(ctx, "SELECT pg_terminate_backend(pg_backend_pid())")
+	}
+	held, alive := c.held, c.alive
+	c.held = nil
+	c.Lost()
+	gone := false
+	defer func() {
+		c.held, c.alive = held, alive
+		c.releaseHeld(gone)
+	}()
+	if err := c.ensure(ctx); err != nil {
+		return err
+	}
+	conn := c.Session().Conn()
+	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int32(old)).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			gone = true
+			return nil
+		}
+		if err := program.Wait(ctx, delay, nil); err != nil {
+			return err
+		}
+	}
+}
