@@ -15,9 +15,10 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_ready ON jobs (id) WHERE state='ready';
 CREATE INDEX jobs_expired ON jobs (lease_until, id) WHERE state='running';
--- A row whose claim lost its second transaction: its taker is gone and its worker is back.
+-- A row whose claim lost its second transaction: its taker is gone and its worker is back (in
+-- this database: a session of that name judging another queue is another worker).
 CREATE FUNCTION lease_lost(taker int, taker_app text) RETURNS boolean LANGUAGE sql STABLE AS $$
   SELECT taker IS NOT NULL AND taker <> pg_backend_pid()
      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = taker)
-     AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = taker_app)
+     AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = taker_app AND a.datname = current_database())
 $$;

@@ -17,12 +17,14 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_ready ON jobs (id) WHERE state='ready';
 CREATE INDEX jobs_expired ON jobs (lease_until, id) WHERE state='running';
 -- The state a row reads as: a completion's first statement makes it done, unless its second
--- statement was lost (its session gone, its worker back).
+-- statement was lost (its session gone, its worker back in this database: a session of that
+-- name judging another queue is another worker).
 CREATE FUNCTION state_of(state text, finisher int, finisher_app text) RETURNS text LANGUAGE sql STABLE AS $$
   SELECT CASE
     WHEN finisher IS NULL THEN state
     WHEN finisher <> pg_backend_pid()
      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = finisher)
-     AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = finisher_app) THEN state
+     AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = finisher_app
+                 AND a.datname = current_database()) THEN state
     ELSE 'done' END
 $$;
