@@ -106,7 +106,8 @@ func (q *txBound) Complete(ctx context.Context, c *pgx.Conn, id, gen int64) (int
 		return tag.RowsAffected(), err
 	}
 	// Only the transaction that holds the job completes it.
-	if h := q.holderOf(id); h.pid != c.PgConn().PID() || h.gen != gen || c.PgConn().TxStatus() != 'T' {
+	h := q.holderOf(id)
+	if h.pid != c.PgConn().PID() || h.gen != gen || c.PgConn().TxStatus() != 'T' {
 		return 0, nil
 	}
 	tag, err := c.Exec(ctx, `UPDATE jobs SET done = true WHERE id = $1 AND NOT done`, id)
@@ -117,7 +118,7 @@ func (q *txBound) Complete(ctx context.Context, c *pgx.Conn, id, gen int64) (int
 	if _, err := c.Exec(ctx, "COMMIT"); err != nil {
 		return 0, err
 	}
-	q.release(id)
+	q.release(id, h)
 	return tag.RowsAffected(), nil
 }
 
@@ -131,7 +132,7 @@ func (q *txBound) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 		return nil
 	case pid == c.PgConn().PID():
 		// Released once the transaction is over: a snapshot in between must still see a holder.
-		defer q.release(id)
+		defer q.release(id, h)
 		if c.PgConn().TxStatus() == 'I' {
 			return nil
 		}
@@ -140,8 +141,10 @@ func (q *txBound) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 	}
 	// Only the backend still in the claim's transaction is ended (a pid alone may by now name
 	// another backend, of this run or of another). With a timeout, pg_terminate_backend waits
-	// until it has exited, and its row lock is gone; only then is the job released here.
-	defer q.release(id)
+	// until it has exited, and its row lock is gone; only then is the job released here, and
+	// only from that claim: a claim that took the job since (its holder had already gone) holds
+	// it now.
+	defer q.release(id, h)
 	// Inside a transaction (the expiring session may hold a job itself) pg_stat_activity is read
 	// once and kept: the cached view would not show a backend that started since.
 	if _, err := c.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
@@ -250,10 +253,13 @@ func (q *txBound) claimed(id int64, pid uint32, xid string) int64 {
 	return q.claims[id]
 }
 
-func (q *txBound) release(id int64) {
+// release forgets that the claim h holds job id, unless another claim holds it by now.
+func (q *txBound) release(id int64, h handle) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.holder, id)
+	if q.holder[id] == h {
+		delete(q.holder, id)
+	}
 }
 
 func (q *txBound) claimsOf(id int64) int64 {
