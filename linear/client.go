@@ -95,6 +95,9 @@ func (c *Client) Record(rec *Recorder) {
 	c.held, c.xid, c.alive = nil, "", 0
 }
 
+// Life counts the client's connections so far.
+func (c *Client) Life() int32 { return c.lives.Load() }
+
 // PID is the backend pid of the current session (0 while disconnected).
 func (c *Client) PID() uint32 { return c.pid.Load() }
 
@@ -156,7 +159,9 @@ func (c *Client) ensure(ctx context.Context) error {
 	if c.Connected() {
 		return nil
 	}
-	c.releaseHeld(true)
+	if c.Holds() {
+		return c.lose(ctx)
+	}
 	c.Close()
 	return c.connect(ctx)
 }
@@ -177,8 +182,8 @@ type Flight struct {
 	// leaves rows out of the record (they are then not absent either).
 	Known []int64
 	Omit  func(model.Row) bool
-	// Faulted: the harness cancelled or terminated this statement, or armed a proxy fault for
-	// it, so its failure is expected.
+	// Faulted: the harness cancelled or terminated this statement, armed a proxy fault for it,
+	// or sent it into a failed transaction, so its failure is expected.
 	Faulted bool
 
 	// At is the database time the statement ran in, once it landed.
@@ -201,7 +206,9 @@ func (c *Client) Send(ctx context.Context, f *Flight) error {
 	f.ctx = ctx
 	f.call = c.now()
 	f.floor = c.clock().Latest()
-	f.Faulted = f.Faulted || c.armed()
+	// A statement sent into a failed transaction can only fail: the failure that broke it was
+	// the one to judge (or the harness's own, a cancel that hit a clock reading).
+	f.Faulted = f.Faulted || c.armed() || s.Conn().PgConn().TxStatus() == 'E'
 	go func() { f.done <- f.Stmt.Exec(ctx, s) }()
 	return nil
 }
@@ -339,7 +346,7 @@ func (c *Client) Land(f *Flight) *model.Violation {
 	case program.KSleep:
 	}
 	if dead {
-		c.Lost()
+		_ = c.lose(f.ctx) // a failed reconnection is the next statement's to report
 	} else if len(c.held) > 0 {
 		c.checkHeld(f.ctx)
 	}
@@ -400,19 +407,16 @@ func (c *Client) endTxn(call, ret int64, committed, unknown bool) {
 }
 
 // Lost handles a session whose connection is gone: an open transaction never committed (its
-// COMMIT was never sent). The client reconnects, as a new life, on its next statement.
-func (c *Client) Lost() {
-	if c.inTxn {
-		now := c.now()
-		c.endTxn(now, c.now(), false, false)
-	}
-	c.releaseHeld(true)
-	c.Close()
-}
+// COMMIT was never sent). The client reconnects, as a new life, on its next statement; one
+// whose transaction held claims reconnects at once (see lose).
+func (c *Client) Lost() { _ = c.lose(context.Background()) }
 
 // End closes the session as the run's end does, recording what that ends.
-func (c *Client) End() {
-	c.releaseHeld(true)
+func (c *Client) End(ctx context.Context) {
+	if c.Holds() {
+		c.Close()
+		_ = c.lose(ctx)
+	}
 	c.Close()
 }
 

@@ -618,9 +618,12 @@ func (r *srun) handle(x *sched) error {
 	if x.waits {
 		answer += " (after waiting)"
 	}
-	pid := x.c.PID()
+	pid, life := x.c.PID(), x.c.Life()
 	v := x.c.Land(f)
-	if !x.c.Connected() && pid != 0 {
+	// Lost: also when the client reconnected at once (a session whose claims held its
+	// transaction waits for its old backend to be gone that way).
+	lost := !x.c.Connected() || x.c.Life() != life
+	if lost && pid != 0 {
 		// A lost connection's backend ends by itself (a proxy cut or drop closed its socket):
 		// the run goes on once it has, so that no statement after it can wait for its locks.
 		if err := r.s.in.WaitGone(r.s.ctx, pid); err != nil {
@@ -638,7 +641,7 @@ func (r *srun) handle(x *sched) error {
 	}
 	r.trace[x.line] = line
 	r.w.Apply(x.s, f.Stmt, res, f.At)
-	if res.Err != nil && !x.c.Connected() {
+	if res.Err != nil && lost {
 		r.w.Lost(x.s)
 	}
 	if x.s.Holding && !x.c.Holds() {
@@ -646,7 +649,7 @@ func (r *srun) handle(x *sched) error {
 	}
 	// On a queue whose claims hold a transaction, another session's expiry ends the holder's
 	// backend: that is the lease ending, not a fault.
-	expired := r.w.TxBound && (!x.c.Connected() || sqlState(res.Err) == "57P01")
+	expired := r.w.TxBound && (lost || sqlState(res.Err) == "57P01")
 	if res.Err != nil && !f.Faulted && !expired && !errors.Is(res.Err, sut.ErrRolledBack) {
 		// Nothing but the harness's own faults may make a statement fail here.
 		if v != nil {

@@ -221,7 +221,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	// Every other session is closed before the drain, so no row lock can be held while it
 	// runs: its empty claim is strict.
 	for _, c := range clients {
-		c.End()
+		c.End(ctx)
 	}
 	drainer, err := dial(drainSession)
 	if err != nil {

@@ -47,7 +47,7 @@ func (c *Client) checkHeld(ctx context.Context) {
 		}
 		c.alive = call
 	case conn.IsClosed():
-		c.Lost()
+		_ = c.lose(ctx)
 	case errors.As(err, &pgErr):
 		// The backend answered, inside its transaction (a failed one keeps its row locks until
 		// it rolls back), or outside any.
@@ -85,40 +85,58 @@ func (c *Client) releaseHeld(sure bool) {
 	c.held, c.xid = nil, ""
 }
 
-// Crash ends the session's backend from inside, as a worker process that dies takes its
-// connection with it, and reconnects. What its transaction held is recorded as ended once the
-// old backend is gone, when its row locks are (a backend reports its termination before it
-// releases them); when that cannot be seen (the new connection failed too), as ended at some
-// time after. It uses only its own connection: the harness's admin connection belongs to the
-// chaos goroutine.
-func (c *Client) Crash(ctx context.Context) error {
-	old := c.PID()
-	if s := c.Session(); s != nil {
-		_, _ = s.Conn().Exec(ctx, "SELECT pg_terminate_backend(pg_backend_pid())")
+// lose handles a lost connection (Lost). The leases its transaction held end when its backend
+// has exited, which a backend does a moment after its connection closed (it lets go of its row
+// locks then, not before): so the client reconnects at once, as a new life, and waits on its new
+// connection for the old backend to be gone before it records them as ended; when it cannot
+// see that (the new connection failed too), as ended at some time after.
+func (c *Client) lose(ctx context.Context) error {
+	if c.inTxn {
+		now := c.now()
+		c.endTxn(now, c.now(), false, false)
 	}
-	held, alive := c.held, c.alive
+	held, alive, old := c.held, c.alive, c.PID()
 	c.held = nil
-	c.Lost()
-	gone := false
-	defer func() {
-		c.held, c.alive = held, alive
-		c.releaseHeld(gone)
-	}()
-	if err := c.ensure(ctx); err != nil {
-		return err
+	c.Close()
+	if len(held) == 0 {
+		return nil
 	}
+	err := c.connect(ctx)
+	gone := err == nil && c.waitGone(ctx, old) == nil
+	c.held, c.alive = held, alive
+	c.releaseHeld(gone)
+	return err
+}
+
+// waitGone waits, on the client's connection, until backend pid has exited.
+func (c *Client) waitGone(ctx context.Context, pid uint32) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	conn := c.Session().Conn()
 	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
 		var n int
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int32(old)).Scan(&n); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int32(pid)).Scan(&n); err != nil {
 			return err
 		}
 		if n == 0 {
-			gone = true
 			return nil
 		}
 		if err := program.Wait(ctx, delay, nil); err != nil {
 			return err
 		}
 	}
+}
+
+// Crash ends the session's backend from inside, as a worker process that dies takes its
+// connection with it, and reconnects; what its transaction held ends as on any lost
+// connection. It uses only its own connection: the harness's admin connection belongs to the
+// chaos goroutine.
+func (c *Client) Crash(ctx context.Context) error {
+	if s := c.Session(); s != nil {
+		_, _ = s.Conn().Exec(ctx, "SELECT pg_terminate_backend(pg_backend_pid())")
+	}
+	if err := c.lose(ctx); err != nil {
+		return err
+	}
+	return c.ensure(ctx)
 }

@@ -152,7 +152,14 @@ func (q *Queue) CanLock() bool { return q.Lock != "" || q.goLocks }
 func (s *Session) goCall(ctx context.Context, call func(c *pgx.Conn) error) (Clock, error) {
 	var clk Clock
 	if err := s.conn.QueryRow(ctx, clockSQL).Scan(&clk.From); err != nil {
-		return clk, err // nothing of the call was sent
+		if !isServerError(err) || s.conn.PgConn().TxStatus() != 'E' {
+			return clk, err // nothing of the call was sent
+		}
+		// The reading failed inside the queue's own transaction (a cancel meant for the queue's
+		// statement hit it, or the transaction had failed already): what a failed transaction
+		// becomes is the queue's to decide, as it would be in a worker, so the call still goes
+		// out, its window opening where the last reading left it.
+		clk.From = time.Time{}
 	}
 	if err := call(s.conn); err != nil {
 		if !isServerError(err) {
