@@ -215,6 +215,17 @@ func (p *page) yAxis(h int, title string, labels []string, ys []float64) {
 	p.f("<text transform=\"translate(14 %d) rotate(-90)\" text-anchor=\"middle\">%s</text>\n", chartTop+h/2, esc(title))
 }
 
+// linearAxis draws a linear scale from 0 to top in quarters.
+func (p *page) linearAxis(h int, title string, top float64) {
+	var labels []string
+	var ys []float64
+	for i := 0; i <= 4; i++ {
+		v := top * float64(i) / 4
+		labels, ys = append(labels, fmtNum(v)), append(ys, float64(chartTop+h)-float64(h)*v/top)
+	}
+	p.yAxis(h, title, labels, ys)
+}
+
 // faultLane labels the fault windows above the charts, in three staggered rows; a label
 // that would overlap the previous one in its row is left to the window's tooltip.
 func (p *page) faultLane() {
@@ -264,13 +275,7 @@ func (p *page) throughput() {
 		unit = "operations / s"
 	}
 	p.chart("throughput", title, h)
-	var labels []string
-	var ys []float64
-	for i := 0; i <= 4; i++ {
-		v := top * float64(i) / 4
-		labels, ys = append(labels, fmtNum(v)), append(ys, float64(chartTop+h)-float64(h)*v/top)
-	}
-	p.yAxis(h, unit, labels, ys)
+	p.linearAxis(h, unit, top)
 	for _, k := range p.m.Kinds {
 		vals := make([]float64, len(k.Points))
 		for i, pt := range k.Points {
@@ -352,13 +357,7 @@ func (p *page) jobsChart() {
 		title += fmt.Sprintf("; after the %s up to %s, off the scale", firstWord(p.m.Marks[0].Label), fmtInt(int64(all)))
 	}
 	p.chart("jobs", title, h)
-	var labels []string
-	var ys []float64
-	for i := 0; i <= 4; i++ {
-		v := top * float64(i) / 4
-		labels, ys = append(labels, fmtNum(v)), append(ys, float64(chartTop+h)-float64(h)*v/top)
-	}
-	p.yAxis(h, "jobs", labels, ys)
+	p.linearAxis(h, "jobs", top)
 	series := []struct {
 		name, colour string
 		vals         []int
