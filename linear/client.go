@@ -142,7 +142,7 @@ func (c *Client) fresh(ctx context.Context) error {
 		return c.ensure(ctx)
 	}
 	if s := c.Session(); s != nil && s.Conn().Ping(ctx) != nil {
-		c.Close()
+		c.Lost()
 	}
 	if err := c.ensure(ctx); err != nil {
 		return err
@@ -414,8 +414,7 @@ func (c *Client) Lost() { _ = c.lose(context.Background()) }
 // End closes the session as the run's end does, recording what that ends.
 func (c *Client) End(ctx context.Context) {
 	if c.Holds() {
-		c.Close()
-		_ = c.lose(ctx)
+		_ = c.lose(ctx) // it closes the connection, then waits for the backend to be gone
 	}
 	c.Close()
 }
