@@ -644,9 +644,7 @@ func (r *srun) handle(x *sched) error {
 	if res.Err != nil && lost {
 		r.w.Lost(x.s)
 	}
-	if x.s.Holding && !x.c.Holds() {
-		x.s.Holding = false // the client saw the transaction, the lease, end
-	}
+	x.c.settle(x.s)
 	// On a queue whose claims hold a transaction, another session's expiry ends the holder's
 	// backend: that is the lease ending, not a fault.
 	expired := r.w.TxBound && (lost || sqlState(res.Err) == "57P01")

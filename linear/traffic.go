@@ -72,9 +72,7 @@ func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, erro
 			return out, err
 		}
 		a.w.Apply(a.s, st, r, f.At)
-		if a.s.Holding && !a.c.Holds() {
-			a.s.Holding = false // its transaction, the lease, ended (the client saw it end)
-		}
+		a.c.settle(a.s)
 		out = append(out, r)
 	}
 	return out, nil

@@ -25,6 +25,14 @@ import (
 // Holds reports whether the session's transaction holds a job a claim took.
 func (c *Client) Holds() bool { return len(c.held) > 0 }
 
+// settle tells the world's session what the client saw: the transaction that held its claim,
+// the lease, ended.
+func (c *Client) settle(s *program.Session) {
+	if s.Holding && !c.Holds() {
+		s.Holding = false
+	}
+}
+
 // checkHeld asks the session whether the transaction its claims hold is still open, and records
 // the leases as ended when it is not.
 func (c *Client) checkHeld(ctx context.Context) {
