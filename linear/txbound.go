@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -110,29 +109,10 @@ func (c *Client) lose(ctx context.Context) error {
 		return nil
 	}
 	err := c.connect(ctx)
-	gone := err == nil && c.waitGone(ctx, old) == nil
+	gone := err == nil && c.Session().WaitGone(ctx, old) == nil
 	c.held, c.alive = held, alive
 	c.releaseHeld(gone)
 	return err
-}
-
-// waitGone waits, on the client's connection, until backend pid has exited.
-func (c *Client) waitGone(ctx context.Context, pid uint32) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conn := c.Session().Conn()
-	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
-		var n int
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int32(pid)).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-		if err := program.Wait(ctx, delay, nil); err != nil {
-			return err
-		}
-	}
 }
 
 // Crash ends the session's backend from inside, as a worker process that dies takes its

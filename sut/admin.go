@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"pgqcheck/internal/textfmt"
 )
 
 // WaitFor polls pg_stat_activity until the backend pid shows the given wait event (for
 // example "PgSleep"), so the harness knows a session reached a point instead of guessing a delay.
 func (in *Installed) WaitFor(ctx context.Context, pid uint32, waitEvent string) error {
-	return in.poll(ctx, fmt.Sprintf("backend %d to wait in %s", pid, waitEvent), func() (bool, error) {
+	return poll(ctx, fmt.Sprintf("backend %d to wait in %s", pid, waitEvent), func() (bool, error) {
 		var n int
 		err := in.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid=$1 AND wait_event=$2`, int32(pid), waitEvent).Scan(&n)
 		return n == 1, err
@@ -21,9 +23,19 @@ func (in *Installed) WaitFor(ctx context.Context, pid uint32, waitEvent string) 
 // WaitGone polls until backend pid has left pg_stat_activity (a terminated backend exits
 // asynchronously; its locks are released only once it is gone).
 func (in *Installed) WaitGone(ctx context.Context, pid uint32) error {
-	return in.poll(ctx, fmt.Sprintf("backend %d to exit", pid), func() (bool, error) {
+	return waitGone(ctx, in.admin, pid)
+}
+
+// WaitGone is Installed.WaitGone asked on the session's own connection, for a caller to whom the
+// admin connection does not belong (in a stress run it is the chaos goroutine's).
+func (s *Session) WaitGone(ctx context.Context, pid uint32) error {
+	return waitGone(ctx, s.conn, pid)
+}
+
+func waitGone(ctx context.Context, c *pgx.Conn, pid uint32) error {
+	return poll(ctx, fmt.Sprintf("backend %d to exit", pid), func() (bool, error) {
 		var n int
-		err := in.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid=$1`, int32(pid)).Scan(&n)
+		err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid=$1`, int32(pid)).Scan(&n)
 		return n == 0, err
 	})
 }
@@ -49,7 +61,7 @@ func (in *Installed) Terminate(ctx context.Context, pid uint32) error {
 	return in.WaitGone(ctx, pid)
 }
 
-func (in *Installed) poll(ctx context.Context, what string, done func() (bool, error)) error {
+func poll(ctx context.Context, what string, done func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
