@@ -103,17 +103,7 @@ type Output struct {
 }
 
 // JobOf returns the job an operation belongs to, when its input or output names one.
-func JobOf(in Input, out Output) (int64, bool) {
-	switch in.Kind {
-	case OpEnqueue:
-		return out.Job, out.Outcome == Returned && out.Job != 0
-	case OpClaim, OpRescue:
-		return out.Job, out.Found
-	case OpComplete, OpExpire, OpObserve, OpLock, OpUnlock:
-		return in.Job, true
-	}
-	return 0, false
-}
+func JobOf(in Input, out Output) (int64, bool) { return specOf(in.Kind).job(in, out) }
 
 // JobState is one job as the concurrent model sees it; the zero value is "not enqueued".
 // Until, where a running job's lease ends, is kept zero otherwise, so that equal states
@@ -140,15 +130,6 @@ func (s JobState) completable(gen int64, at Window) Liveness {
 	return completableAt(s.State, s.Gen, gen, s.Until, at)
 }
 
-// claimedState is the job after a claim in window at with the given lease.
-func claimedState(gen int64, at Window, lease time.Duration) JobState {
-	until := Window{Never, Never}
-	if lease != 0 {
-		until = at.Shift(lease)
-	}
-	return JobState{Exists: true, State: Running, Gen: gen, Until: until}
-}
-
 func (s JobState) String() string {
 	switch {
 	case !s.Exists:
@@ -167,174 +148,20 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 }
 
 // StepJob is the concurrent specification of one job: the state after the operation, or the
-// violation that makes the operation impossible in state s. Operations with an unknown outcome
-// never violate: they take effect when they can, and "did not take effect" is the same as
-// taking effect after every other operation, which their return time of +infinity allows.
+// violation that makes the operation impossible in state s (see spec.step). An operation that
+// was not sent, or whose transaction rolled back, had no effect.
 func (sh Shape) StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
-	unknown := out.Outcome == Unknown
 	if out.Outcome == NotSent || out.Outcome == Aborted {
 		return s, nil
 	}
-	switch in.Kind {
-	case OpEnqueue:
-		if s.Exists {
-			if unknown {
-				return s, nil
-			}
-			return s, Violate(PRecovery, "enqueue returned id %d, which already exists", out.Job)
-		}
-		return JobState{Exists: true, State: Ready}, nil
-
-	case OpClaim:
-		id := out.Job
-		if !out.Found {
-			id = in.Job
-		}
-		switch {
-		case unknown && !out.Found: // may have claimed this job, or another, or nothing
-			if s.eligible(in.At) != Over {
-				gen := s.Gen + 1
-				if sh.NoGeneration { // its number was never seen: the job's last one stands for it
-					gen = s.Gen
-				}
-				return claimedState(gen, in.At, in.Lease), nil
-			}
-			return s, nil
-		case unknown: // a committed-or-not claim whose answer is known
-			if s.eligible(in.At) != Over && (out.Gen == s.Gen+1 || sh.NoGeneration) {
-				return claimedState(out.Gen, in.At, in.Lease), nil
-			}
-			return s, nil
-		case !out.Found:
-			if in.Strict && s.Exists && sh.mustClaim(s.State, s.Until, in.At) == Live {
-				return s, Violate(PRecovery, "claim returned no job, but job %d was eligible (%s) and no other session could hold it", id, s)
-			}
-			return s, nil
-		}
-		switch {
-		case !s.Exists:
-			return s, Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
-		case s.State == Done:
-			return s, Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
-		case s.State == Running && leaseAt(s.Until, in.At) == Live:
-			return s, Violate(PExclusion, "claim at %s returned job %d (generation %d) while generation %d still held a lease that was certainly live (it ends %s)", in.At, id, out.Gen, s.Gen, s.Until)
-		case out.Gen != s.Gen+1 && !sh.NoGeneration:
-			return s, Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, out.Gen, s.Gen, s.Gen+1)
-		}
-		return claimedState(out.Gen, in.At, in.Lease), nil
-
-	case OpComplete:
-		id, g := in.Job, in.Gen
-		would := s.completable(g, in.At)
-		done := JobState{Exists: true, State: Done, Gen: s.Gen}
-		if unknown {
-			// A queue that does not fence may have accepted it whatever its token.
-			if would != Over || sh.Unfenced && s.Exists && s.State != Done {
-				return done, nil
-			}
-			return s, nil
-		}
-		switch {
-		case out.Rows != 0 && out.Rows != 1:
-			return s, Violate(PFencing, "complete(%d, gen %d) reported %d rows; a completion changes 0 or 1", id, g, out.Rows)
-		case would == Live && out.Rows == 0:
-			return s, Violate(PFencing, "complete(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live (it ends %s)", id, g, in.At, s.Until)
-		case would != Over && out.Rows == 1:
-			return done, nil
-		case out.Rows == 0:
-			return s, nil
-		case sh.Unfenced && s.Exists && s.State != Done:
-			return done, nil // a stale completion, not promised: counted apart (see NotPromised)
-		case !s.Exists:
-			return s, Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d was never enqueued", id, g, id)
-		case s.State == Done:
-			return s, Violate(PDoneOnce, "complete(%d, gen %d) changed 1 row, but the job was already done", id, g)
-		case s.State != Running:
-			return s, Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the job is %s, not running", id, g, s.State)
-		case s.Gen != g:
-			return s, Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the current generation is %d: a stale generation completed the job", id, g, s.Gen)
-		}
-		return s, Violate(PFencing, "complete(%d, gen %d) at %s changed 1 row, but its lease was certainly over (it ended %s)", id, g, in.At, s.Until)
-
-	case OpExpire:
-		if in.Gen != 0 && in.Gen != s.Gen {
-			return s, nil // the end of a generation's transaction, which no longer holds the job
-		}
-		if s.State == Running && sh.TxBound {
-			return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
-		}
-		if s.State == Running {
-			s.Until = in.At.Shift(-ExpireBy)
-			if in.At.To == Never { // may have run at any time after its call
-				s.Until.To = Never
-			}
-		}
-		return s, nil
-
-	case OpRescue:
-		id := out.Job
-		if unknown {
-			if s.State == Running && leaseAt(s.Until, in.At) != Live {
-				return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
-			}
-			return s, nil
-		}
-		switch {
-		case !s.Exists:
-			return s, Violate(PRecovery, "rescue returned job %d, which was never enqueued", id)
-		case s.State == Done:
-			return s, Violate(PDoneOnce, "rescue made job %d ready again, but it was done (done is terminal)", id)
-		case s.State != Running:
-			return s, Violate(PRecovery, "rescue returned job %d, which was %s, not running", id, s.State)
-		case leaseAt(s.Until, in.At) == Live:
-			return s, Violate(PExclusion, "rescue at %s took job %d from generation %d, whose lease was certainly live (it ends %s)", in.At, id, s.Gen, s.Until)
-		}
-		return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
-
-	case OpObserve:
-		id := in.Job
-		switch {
-		case sh.DoneDeleted && s.Exists && s.State == Done && !out.Found:
-			return s, nil
-		case sh.DoneDeleted && s.Exists && s.State == Done:
-			return s, Violate(PDoneOnce, "a snapshot holds job %d again (%s g%d), but it was done and deleted: a deleted job came back", id, out.State, out.Gen)
-		case out.Found != s.Exists && s.Exists:
-			return s, Violate(PRecovery, "a snapshot does not hold job %d, which was enqueued (lost)", id)
-		case out.Found != s.Exists:
-			return s, Violate(PRecovery, "a snapshot holds job %d, which was never enqueued", id)
-		case !s.Exists:
-			return s, nil
-		case out.State != s.State:
-			p := PRecovery
-			if out.State == Done || s.State == Done {
-				p = PDoneOnce
-			}
-			return s, Violate(p, "a snapshot shows job %d %s, but it must be %s", id, out.State, s)
-		case out.Gen != s.Gen && !sh.NoGeneration:
-			return s, Violate(PGenerations, "a snapshot shows job %d at generation %d, but it must be %s", id, out.Gen, s)
-		case s.State == Running:
-			if l := leaseAt(s.Until, in.At); l != Uncertain && out.Live != (l == Live) {
-				return s, Violate(PDBTime, "a snapshot at %s shows job %d's lease %s, but it was %s (%s)", in.At, id, liveWord(out.Live), l, s)
-			}
-		}
-		return s, nil
-	}
-	return s, nil
+	return specOf(in.Kind).step(sh, s, in, out)
 }
 
 // Ignored reports whether an operation constrains no job at all, so that partitions leave it
 // out: it had no effect (not sent, aborted), it is a non-strict empty claim (always legal under
 // the relaxation, so it can be linearized anywhere), or it is a lock or unlock (no state).
 func Ignored(in Input, out Output) bool {
-	switch {
-	case out.Outcome == NotSent || out.Outcome == Aborted:
-		return true
-	case in.Kind == OpLock || in.Kind == OpUnlock:
-		return true
-	case in.Kind == OpClaim && out.Outcome == Returned && !out.Found && !in.Strict:
-		return true
-	}
-	return false
+	return out.Outcome == NotSent || out.Outcome == Aborted || specOf(in.Kind).ignored(in, out)
 }
 
 // PartitionByJob splits a history into one sub-history per job, ordered by job id.
@@ -375,7 +202,7 @@ func PartitionByJob(history []porcupine.Operation) [][]porcupine.Operation {
 // no job, which the tests use to show that leaving copies out decides the same.
 func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine.Operation {
 	byJob := map[int64][]porcupine.Operation{}
-	var unknownClaims, unknownEnqueues, strictEmpty, unknownRescues []porcupine.Operation
+	p := &partitioner{everyCopy: everyCopy, unnamed: map[spread][]porcupine.Operation{}}
 	for _, op := range history {
 		in, ok1 := op.Input.(Input)
 		out, ok2 := op.Output.(Output)
@@ -386,39 +213,11 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 			byJob[id] = append(byJob[id], op)
 			continue
 		}
-		switch {
-		case in.Kind == OpClaim && out.Outcome == Unknown:
-			unknownClaims = append(unknownClaims, op)
-		case in.Kind == OpEnqueue && out.Outcome == Unknown:
-			unknownEnqueues = append(unknownEnqueues, op)
-		case in.Kind == OpRescue && out.Outcome == Unknown:
-			unknownRescues = append(unknownRescues, op)
-		case in.Kind == OpClaim && in.Strict:
-			strictEmpty = append(strictEmpty, op)
-		}
+		k := specOf(in.Kind).spread(in, out)
+		p.unnamed[k] = append(p.unnamed[k], op)
 	}
+	p.prepare(history)
 	// A job that no operation names has nothing to check, so copies go only to named jobs.
-	byCall := func(ops []porcupine.Operation) {
-		sort.SliceStable(ops, func(a, b int) bool { return ops[a].Call < ops[b].Call })
-	}
-	byCall(unknownClaims)
-	// A lease that ends by itself within the history makes its job eligible again; one that
-	// outlives the history's last clock reading does not. A copy whose own lease can end so can
-	// be followed by another copy: then every copy is kept.
-	last := time.Duration(0)
-	for _, op := range history {
-		if in, ok := op.Input.(Input); ok && in.At.To != Never {
-			last = max(last, in.At.To)
-		}
-	}
-	lapses := func(in Input) bool { return in.Lease != 0 && in.At.From+in.Lease <= last }
-	lapsingCopies := 0
-	for _, op := range unknownClaims {
-		if lapses(op.Input.(Input)) {
-			lapsingCopies++
-		}
-	}
-	byCall(unknownEnqueues)
 	ids := make([]int64, 0, len(byJob))
 	for id := range byJob {
 		ids = append(ids, id)
@@ -426,68 +225,104 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
 	out := make([][]porcupine.Operation, 0, len(ids))
 	for _, id := range ids {
-		part := byJob[id]
-		windows := 0
-		enqueuedAt, doneBy := int64(-1), int64(-1)
-		for _, op := range part {
-			in, o := op.Input.(Input), op.Output.(Output)
-			switch in.Kind {
-			case OpEnqueue:
-				windows++
-				if o.Outcome == Returned && (enqueuedAt < 0 || op.Call < enqueuedAt) {
-					enqueuedAt = op.Call
-				}
-			case OpExpire:
-				windows++
-			case OpClaim:
-				if lapses(in) {
-					windows++
-				}
-			case OpComplete:
-				if o.Outcome == Returned && o.Rows == 1 && (doneBy < 0 || op.Return < doneBy) {
-					doneBy = op.Return
-				}
-			}
-		}
-		switch {
-		case enqueuedAt >= 0:
-		case everyCopy:
-			for _, op := range unknownEnqueues {
-				part = append(part, copyFor(op, id))
-			}
-			windows++
-		case len(unknownEnqueues) > 0:
-			part = append(part, copyFor(unknownEnqueues[0], id))
-			windows++
-		}
-		if everyCopy {
-			windows = len(unknownClaims)
-		}
-		windows += lapsingCopies
-		kept := map[time.Duration]int{}
-		for _, op := range unknownClaims {
-			if !everyCopy && doneBy >= 0 && op.Call > doneBy {
-				break // called once the job was done, which is terminal: it cannot claim it
-			}
-			in := op.Input.(Input)
-			if !lapses(in) && kept[in.Lease] >= windows {
-				continue
-			}
-			part = append(part, copyFor(op, id))
-			kept[in.Lease]++
-		}
-		for _, op := range unknownRescues {
-			part = append(part, copyFor(op, id))
-		}
-		for _, op := range strictEmpty {
-			if !everyCopy && ((enqueuedAt >= 0 && enqueuedAt > op.Return) || (doneBy >= 0 && doneBy < op.Call)) {
-				continue
-			}
-			part = append(part, copyFor(op, id))
-		}
-		out = append(out, part)
+		out = append(out, p.part(id, byJob[id]))
 	}
 	return out
+}
+
+// partitioner adds to each job's operations the copies of those that name no job.
+type partitioner struct {
+	everyCopy bool
+	unnamed   map[spread][]porcupine.Operation
+	// lapses says whether a claim's lease ends by itself within the history, which makes its
+	// job eligible again; one that outlives the history's last clock reading does not.
+	lapses func(Input) bool
+	// lapsingCopies counts the unknown claims whose own lease can end so: each can be followed
+	// by another copy, so every one is kept.
+	lapsingCopies int
+}
+
+func (p *partitioner) prepare(history []porcupine.Operation) {
+	byCall := func(ops []porcupine.Operation) {
+		sort.SliceStable(ops, func(a, b int) bool { return ops[a].Call < ops[b].Call })
+	}
+	byCall(p.unnamed[spreadAnyJob])
+	byCall(p.unnamed[spreadNewJob])
+	last := time.Duration(0)
+	for _, op := range history {
+		if in, ok := op.Input.(Input); ok && in.At.To != Never {
+			last = max(last, in.At.To)
+		}
+	}
+	p.lapses = func(in Input) bool { return in.Lease != 0 && in.At.From+in.Lease <= last }
+	for _, op := range p.unnamed[spreadAnyJob] {
+		if p.lapses(op.Input.(Input)) {
+			p.lapsingCopies++
+		}
+	}
+}
+
+// part is job id's partition: its own operations and the copies that may speak of it.
+func (p *partitioner) part(id int64, part []porcupine.Operation) []porcupine.Operation {
+	windows, enqueuedAt, doneBy := 0, int64(-1), int64(-1)
+	for _, op := range part {
+		in, o := op.Input.(Input), op.Output.(Output)
+		sp := specOf(in.Kind)
+		if sp.opens(in, o, p.lapses) {
+			windows++
+		}
+		if sp.created(in, o) && (enqueuedAt < 0 || op.Call < enqueuedAt) {
+			enqueuedAt = op.Call
+		}
+		if sp.finished(in, o) && (doneBy < 0 || op.Return < doneBy) {
+			doneBy = op.Return
+		}
+	}
+	unknownEnqueues := p.unnamed[spreadNewJob]
+	switch {
+	case enqueuedAt >= 0:
+	case p.everyCopy:
+		for _, op := range unknownEnqueues {
+			part = append(part, copyFor(op, id))
+		}
+		windows++
+	case len(unknownEnqueues) > 0:
+		part = append(part, copyFor(unknownEnqueues[0], id))
+		windows++
+	}
+	part = p.claimCopies(id, part, windows, doneBy)
+	for _, op := range p.unnamed[spreadExpired] {
+		part = append(part, copyFor(op, id))
+	}
+	for _, op := range p.unnamed[spreadNoneFree] {
+		if !p.everyCopy && ((enqueuedAt >= 0 && enqueuedAt > op.Return) || (doneBy >= 0 && doneBy < op.Call)) {
+			continue
+		}
+		part = append(part, copyFor(op, id))
+	}
+	return part
+}
+
+// claimCopies adds the unknown claims that may have claimed job id: as many as can take effect
+// in its windows of eligibility, the earliest called, and every one whose own lease lapses.
+func (p *partitioner) claimCopies(id int64, part []porcupine.Operation, windows int, doneBy int64) []porcupine.Operation {
+	if p.everyCopy {
+		windows = len(p.unnamed[spreadAnyJob])
+	}
+	windows += p.lapsingCopies
+	kept := map[time.Duration]int{}
+	for _, op := range p.unnamed[spreadAnyJob] {
+		if !p.everyCopy && doneBy >= 0 && op.Call > doneBy {
+			break // called once the job was done, which is terminal: it cannot claim it
+		}
+		in := op.Input.(Input)
+		if !p.lapses(in) && kept[in.Lease] >= windows {
+			continue
+		}
+		part = append(part, copyFor(op, id))
+		kept[in.Lease]++
+	}
+	return part
 }
 
 func copyFor(op porcupine.Operation, job int64) porcupine.Operation {
@@ -529,67 +364,7 @@ func (sh Shape) Porcupine() porcupine.Model {
 
 // DescribeOp prints an operation and its answer, as timelines and reports show it.
 func DescribeOp(in Input, out Output) string {
-	var call, answer string
-	switch in.Kind {
-	case OpEnqueue:
-		call = "enqueue"
-		if out.Outcome == Returned {
-			answer = fmt.Sprintf("job %d", out.Job)
-		}
-	case OpClaim:
-		call = "claim"
-		if in.Strict {
-			call = "claim (strict)"
-		}
-		switch {
-		case out.Found:
-			answer = fmt.Sprintf("job %d gen %d", out.Job, out.Gen)
-		case out.Outcome == Returned:
-			answer = "none"
-		}
-		if !out.Found && in.Job != 0 {
-			call += fmt.Sprintf(" [as seen by job %d]", in.Job)
-		}
-	case OpComplete:
-		call = fmt.Sprintf("complete(%d, gen %d)", in.Job, in.Gen)
-		if out.Outcome == Returned {
-			answer = fmt.Sprintf("%d row", out.Rows)
-			if out.Rows != 1 {
-				answer += "s"
-			}
-		}
-	case OpExpire:
-		call = fmt.Sprintf("expire(%d)", in.Job)
-		if in.Gen != 0 {
-			call = fmt.Sprintf("expire(%d, gen %d)", in.Job, in.Gen)
-		}
-		if out.Outcome == Returned {
-			answer = "ok"
-		}
-	case OpObserve:
-		call = fmt.Sprintf("snapshot[job %d]", in.Job)
-		if out.Outcome == Returned {
-			answer = "absent"
-			if out.Found {
-				answer = fmt.Sprintf("%s g%d", out.State, out.Gen)
-				if out.State == Running {
-					answer += " " + liveWord(out.Live)
-				}
-			}
-		}
-	case OpLock, OpUnlock:
-		call = fmt.Sprintf("%s(%d)", in.Kind, in.Job)
-		answer = "ok"
-	case OpRescue:
-		call = "rescue"
-		if out.Found {
-			answer = fmt.Sprintf("job %d ready", out.Job)
-		} else if in.Job != 0 {
-			call += fmt.Sprintf(" [as seen by job %d]", in.Job)
-		}
-	default:
-		call = string(in.Kind)
-	}
+	call, answer := specOf(in.Kind).describe(in, out)
 	switch out.Outcome {
 	case Unknown:
 		if answer != "" {

@@ -1,0 +1,380 @@
+package model
+
+import (
+	"fmt"
+	"time"
+)
+
+// spec is what the concurrent specification knows of one kind of operation: which job it
+// speaks of, what it does to that job's state, how a partition treats it, and how it reads.
+// Each kind of OpKind is one type below, found through specs; an operation of a kind the
+// table lacks constrains nothing.
+type spec interface {
+	// job is the job the operation names, in its input or its output.
+	job(in Input, out Output) (int64, bool)
+	// step is the job's state after the operation, or the violation that makes the operation
+	// impossible in state s. An unknown outcome never violates: it takes effect when it can,
+	// and "did not take effect" is the same as taking effect after every other operation,
+	// which its return time of +infinity allows.
+	step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation)
+	// ignored: the operation constrains no job at all, so partitions leave it out.
+	ignored(in Input, out Output) bool
+	// spread is how a partition places an operation that names no job (see PartitionByJob).
+	spread(in Input, out Output) spread
+	// opens: the operation may make its job eligible again within the history (lapses says
+	// whether a claim's own lease ends before the history does).
+	opens(in Input, out Output, lapses func(Input) bool) bool
+	// created and finished: a returned enqueue created the job; an accepted completion
+	// returned, after which the job is done.
+	created(in Input, out Output) bool
+	finished(in Input, out Output) bool
+	// describe is the call and its answer in words, before the outcome is added.
+	describe(in Input, out Output) (call, answer string)
+}
+
+// spread is how a partition copies an operation that names no job.
+type spread int
+
+const (
+	spreadNone     spread = iota // it names its job, or constrains nothing
+	spreadAnyJob                 // an unknown claim: it may have claimed any one job
+	spreadNewJob                 // an unknown enqueue: it may have created a job no returned enqueue did
+	spreadExpired                // an unknown rescue: it may have made any expired job ready
+	spreadNoneFree               // a strict empty claim: no job was eligible at one instant
+)
+
+var specs = map[OpKind]spec{
+	OpEnqueue:  enqueueSpec{},
+	OpClaim:    claimSpec{},
+	OpComplete: completeSpec{},
+	OpExpire:   expireSpec{},
+	OpObserve:  observeSpec{},
+	OpLock:     lockSpec{},
+	OpUnlock:   lockSpec{},
+	OpRescue:   rescueSpec{},
+}
+
+// specOf is the specification of an operation's kind; an unknown kind constrains nothing.
+func specOf(k OpKind) spec {
+	if s, ok := specs[k]; ok {
+		return s
+	}
+	return unknownSpec{}
+}
+
+// named gives a kind the defaults of an operation that names its job in its input: it
+// constrains that job, spreads nowhere, opens no window, creates and finishes nothing.
+type named struct{}
+
+func (named) job(in Input, _ Output) (int64, bool)                               { return in.Job, true }
+func (named) ignored(Input, Output) bool                                         { return false }
+func (named) spread(Input, Output) spread                                        { return spreadNone }
+func (named) opens(Input, Output, func(Input) bool) bool                         { return false }
+func (named) created(Input, Output) bool                                         { return false }
+func (named) finished(Input, Output) bool                                        { return false }
+func (named) step(_ Shape, s JobState, _ Input, _ Output) (JobState, *Violation) { return s, nil }
+
+type unknownSpec struct{ named }
+
+func (unknownSpec) job(Input, Output) (int64, bool)              { return 0, false }
+func (unknownSpec) describe(in Input, _ Output) (string, string) { return string(in.Kind), "" }
+
+type enqueueSpec struct{ named }
+
+func (enqueueSpec) job(_ Input, out Output) (int64, bool) {
+	return out.Job, out.Outcome == Returned && out.Job != 0
+}
+func (enqueueSpec) spread(_ Input, out Output) spread {
+	if out.Outcome == Unknown {
+		return spreadNewJob
+	}
+	return spreadNone
+}
+func (enqueueSpec) opens(Input, Output, func(Input) bool) bool { return true }
+func (enqueueSpec) created(_ Input, out Output) bool           { return out.Outcome == Returned }
+func (enqueueSpec) step(_ Shape, s JobState, _ Input, out Output) (JobState, *Violation) {
+	if s.Exists {
+		if out.Outcome == Unknown {
+			return s, nil
+		}
+		return s, Violate(PRecovery, "enqueue returned id %d, which already exists", out.Job)
+	}
+	return JobState{Exists: true, State: Ready}, nil
+}
+func (enqueueSpec) describe(_ Input, out Output) (string, string) {
+	if out.Outcome == Returned {
+		return "enqueue", fmt.Sprintf("job %d", out.Job)
+	}
+	return "enqueue", ""
+}
+
+type claimSpec struct{ named }
+
+func (claimSpec) job(_ Input, out Output) (int64, bool) { return out.Job, out.Found }
+
+// ignored: a non-strict empty claim is always legal under the relaxation, so it can be
+// linearized anywhere.
+func (claimSpec) ignored(in Input, out Output) bool {
+	return out.Outcome == Returned && !out.Found && !in.Strict
+}
+func (claimSpec) spread(in Input, out Output) spread {
+	switch {
+	case out.Outcome == Unknown && !out.Found:
+		return spreadAnyJob
+	case in.Strict && !out.Found:
+		return spreadNoneFree
+	}
+	return spreadNone
+}
+func (claimSpec) opens(in Input, _ Output, lapses func(Input) bool) bool { return lapses(in) }
+
+func (claimSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
+	id := out.Job
+	if !out.Found {
+		id = in.Job
+	}
+	switch {
+	case out.Outcome == Unknown && !out.Found: // may have claimed this job, or another, or nothing
+		if s.eligible(in.At) != Over {
+			gen := s.Gen + 1
+			if sh.NoGeneration { // its number was never seen: the job's last one stands for it
+				gen = s.Gen
+			}
+			return claimedState(gen, in.At, in.Lease), nil
+		}
+		return s, nil
+	case out.Outcome == Unknown: // a committed-or-not claim whose answer is known
+		if s.eligible(in.At) != Over && (out.Gen == s.Gen+1 || sh.NoGeneration) {
+			return claimedState(out.Gen, in.At, in.Lease), nil
+		}
+		return s, nil
+	case !out.Found:
+		if in.Strict && s.Exists && sh.mustClaim(s.State, s.Until, in.At) == Live {
+			return s, Violate(PRecovery, "claim returned no job, but job %d was eligible (%s) and no other session could hold it", id, s)
+		}
+		return s, nil
+	}
+	switch {
+	case !s.Exists:
+		return s, Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
+	case s.State == Done:
+		return s, Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
+	case s.State == Running && leaseAt(s.Until, in.At) == Live:
+		return s, Violate(PExclusion, "claim at %s returned job %d (generation %d) while generation %d still held a lease that was certainly live (it ends %s)", in.At, id, out.Gen, s.Gen, s.Until)
+	case out.Gen != s.Gen+1 && !sh.NoGeneration:
+		return s, Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, out.Gen, s.Gen, s.Gen+1)
+	}
+	return claimedState(out.Gen, in.At, in.Lease), nil
+}
+
+func (claimSpec) describe(in Input, out Output) (string, string) {
+	call, answer := "claim", ""
+	if in.Strict {
+		call = "claim (strict)"
+	}
+	switch {
+	case out.Found:
+		answer = fmt.Sprintf("job %d gen %d", out.Job, out.Gen)
+	case out.Outcome == Returned:
+		answer = "none"
+	}
+	if !out.Found && in.Job != 0 {
+		call += fmt.Sprintf(" [as seen by job %d]", in.Job)
+	}
+	return call, answer
+}
+
+type completeSpec struct{ named }
+
+func (completeSpec) finished(_ Input, out Output) bool {
+	return out.Outcome == Returned && out.Rows == 1
+}
+
+func (completeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
+	id, g := in.Job, in.Gen
+	would := s.completable(g, in.At)
+	done := JobState{Exists: true, State: Done, Gen: s.Gen}
+	if out.Outcome == Unknown {
+		// A queue that does not fence may have accepted it whatever its token.
+		if would != Over || sh.Unfenced && s.Exists && s.State != Done {
+			return done, nil
+		}
+		return s, nil
+	}
+	switch {
+	case out.Rows != 0 && out.Rows != 1:
+		return s, Violate(PFencing, "complete(%d, gen %d) reported %d rows; a completion changes 0 or 1", id, g, out.Rows)
+	case would == Live && out.Rows == 0:
+		return s, Violate(PFencing, "complete(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live (it ends %s)", id, g, in.At, s.Until)
+	case would != Over && out.Rows == 1:
+		return done, nil
+	case out.Rows == 0:
+		return s, nil
+	case sh.Unfenced && s.Exists && s.State != Done:
+		return done, nil // a stale completion, not promised: counted apart (see NotPromised)
+	}
+	return s, staleCompletion(s, in)
+}
+
+// staleCompletion is the promise an accepted completion broke, the job being what it was.
+func staleCompletion(s JobState, in Input) *Violation {
+	id, g := in.Job, in.Gen
+	switch {
+	case !s.Exists:
+		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d was never enqueued", id, g, id)
+	case s.State == Done:
+		return Violate(PDoneOnce, "complete(%d, gen %d) changed 1 row, but the job was already done", id, g)
+	case s.State != Running:
+		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the job is %s, not running", id, g, s.State)
+	case s.Gen != g:
+		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the current generation is %d: a stale generation completed the job", id, g, s.Gen)
+	}
+	return Violate(PFencing, "complete(%d, gen %d) at %s changed 1 row, but its lease was certainly over (it ended %s)", id, g, in.At, s.Until)
+}
+
+func (completeSpec) describe(in Input, out Output) (string, string) {
+	call, answer := fmt.Sprintf("complete(%d, gen %d)", in.Job, in.Gen), ""
+	if out.Outcome == Returned {
+		answer = fmt.Sprintf("%d row", out.Rows)
+		if out.Rows != 1 {
+			answer += "s"
+		}
+	}
+	return call, answer
+}
+
+type expireSpec struct{ named }
+
+func (expireSpec) opens(Input, Output, func(Input) bool) bool { return true }
+
+func (expireSpec) step(sh Shape, s JobState, in Input, _ Output) (JobState, *Violation) {
+	if in.Gen != 0 && in.Gen != s.Gen {
+		return s, nil // the end of a generation's transaction, which no longer holds the job
+	}
+	if s.State == Running && sh.TxBound {
+		return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
+	}
+	if s.State == Running {
+		s.Until = in.At.Shift(-ExpireBy)
+		if in.At.To == Never { // may have run at any time after its call
+			s.Until.To = Never
+		}
+	}
+	return s, nil
+}
+
+func (expireSpec) describe(in Input, out Output) (string, string) {
+	call, answer := fmt.Sprintf("expire(%d)", in.Job), ""
+	if in.Gen != 0 {
+		call = fmt.Sprintf("expire(%d, gen %d)", in.Job, in.Gen)
+	}
+	if out.Outcome == Returned {
+		answer = "ok"
+	}
+	return call, answer
+}
+
+type observeSpec struct{ named }
+
+func (observeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
+	id := in.Job
+	switch {
+	case sh.DoneDeleted && s.Exists && s.State == Done && !out.Found:
+		return s, nil
+	case sh.DoneDeleted && s.Exists && s.State == Done:
+		return s, Violate(PDoneOnce, "a snapshot holds job %d again (%s g%d), but it was done and deleted: a deleted job came back", id, out.State, out.Gen)
+	case out.Found != s.Exists && s.Exists:
+		return s, Violate(PRecovery, "a snapshot does not hold job %d, which was enqueued (lost)", id)
+	case out.Found != s.Exists:
+		return s, Violate(PRecovery, "a snapshot holds job %d, which was never enqueued", id)
+	case !s.Exists:
+		return s, nil
+	case out.State != s.State:
+		p := PRecovery
+		if out.State == Done || s.State == Done {
+			p = PDoneOnce
+		}
+		return s, Violate(p, "a snapshot shows job %d %s, but it must be %s", id, out.State, s)
+	case out.Gen != s.Gen && !sh.NoGeneration:
+		return s, Violate(PGenerations, "a snapshot shows job %d at generation %d, but it must be %s", id, out.Gen, s)
+	case s.State == Running:
+		if l := leaseAt(s.Until, in.At); l != Uncertain && out.Live != (l == Live) {
+			return s, Violate(PDBTime, "a snapshot at %s shows job %d's lease %s, but it was %s (%s)", in.At, id, liveWord(out.Live), l, s)
+		}
+	}
+	return s, nil
+}
+
+func (observeSpec) describe(in Input, out Output) (string, string) {
+	call, answer := fmt.Sprintf("snapshot[job %d]", in.Job), ""
+	if out.Outcome == Returned {
+		answer = "absent"
+		if out.Found {
+			answer = fmt.Sprintf("%s g%d", out.State, out.Gen)
+			if out.State == Running {
+				answer += " " + liveWord(out.Live)
+			}
+		}
+	}
+	return call, answer
+}
+
+// lockSpec is a locker taking (OpLock) or releasing (OpUnlock) a job's row lock. It changes no
+// job's state; what it constrains (a claim must skip a locked row, not wait for it) is checked
+// where waits are seen.
+type lockSpec struct{ named }
+
+func (lockSpec) ignored(Input, Output) bool { return true }
+func (lockSpec) describe(in Input, _ Output) (string, string) {
+	return fmt.Sprintf("%s(%d)", in.Kind, in.Job), "ok"
+}
+
+type rescueSpec struct{ named }
+
+func (rescueSpec) job(_ Input, out Output) (int64, bool) { return out.Job, out.Found }
+func (rescueSpec) spread(_ Input, out Output) spread {
+	if out.Outcome == Unknown {
+		return spreadExpired
+	}
+	return spreadNone
+}
+
+func (rescueSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Violation) {
+	id := out.Job
+	if out.Outcome == Unknown {
+		if s.State == Running && leaseAt(s.Until, in.At) != Live {
+			return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
+		}
+		return s, nil
+	}
+	switch {
+	case !s.Exists:
+		return s, Violate(PRecovery, "rescue returned job %d, which was never enqueued", id)
+	case s.State == Done:
+		return s, Violate(PDoneOnce, "rescue made job %d ready again, but it was done (done is terminal)", id)
+	case s.State != Running:
+		return s, Violate(PRecovery, "rescue returned job %d, which was %s, not running", id, s.State)
+	case leaseAt(s.Until, in.At) == Live:
+		return s, Violate(PExclusion, "rescue at %s took job %d from generation %d, whose lease was certainly live (it ends %s)", in.At, id, s.Gen, s.Until)
+	}
+	return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
+}
+
+func (rescueSpec) describe(in Input, out Output) (string, string) {
+	call, answer := "rescue", ""
+	if out.Found {
+		answer = fmt.Sprintf("job %d ready", out.Job)
+	} else if in.Job != 0 {
+		call += fmt.Sprintf(" [as seen by job %d]", in.Job)
+	}
+	return call, answer
+}
+
+// claimedState is the job after a claim in window at with the given lease.
+func claimedState(gen int64, at Window, lease time.Duration) JobState {
+	until := Window{Never, Never}
+	if lease != 0 {
+		until = at.Shift(lease)
+	}
+	return JobState{Exists: true, State: Running, Gen: gen, Until: until}
+}
