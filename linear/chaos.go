@@ -34,7 +34,7 @@ func (ch *chaos) snapshot() {
 	if ch.done == nil {
 		ch.done = map[int64]bool{}
 	}
-	f := &Flight{Stmt: program.Stmt{Kind: program.KSnapshot}, Known: ch.r.knownIDs(), Omit: func(row model.Row) bool { return ch.done[row.ID] }}
+	f := &Flight{Stmt: program.SnapshotStmt{Known: ch.r.knownIDs(), Omit: func(row model.Row) bool { return ch.done[row.ID] }}}
 	res, _, err := ch.reader.Do(ch.r.ctx, f)
 	if err != nil || res.Err != nil {
 		return

@@ -176,12 +176,6 @@ func (c *Client) now() int64 {
 // Flight is a statement sent and not yet recorded.
 type Flight struct {
 	Stmt program.Stmt
-	// Strict marks a claim no other session could race (see model.Input).
-	Strict bool
-	// Known is, for a snapshot, the ids whose enqueue returned before it was called; Omit
-	// leaves rows out of the record (they are then not absent either).
-	Known []int64
-	Omit  func(model.Row) bool
 	// Faulted: the harness cancelled or terminated this statement, armed a proxy fault for it,
 	// or sent it into a failed transaction, so its failure is expected.
 	Faulted bool
@@ -255,102 +249,101 @@ func (c *Client) Land(f *Flight) *model.Violation {
 	f.At = c.clock().Window(r.Clock, f.floor)
 	var v *model.Violation
 	if r.Err != nil && !errors.Is(r.Err, sut.ErrRolledBack) && !f.Faulted {
-		if v = unexpected(st.OpKind(), r.Err); v != nil && c.rec != nil {
+		if v = unexpected(st.Name(), r.Err); v != nil && c.rec != nil {
 			c.rec.Finding(v)
 		}
 	}
 	// Also a statement whose answer came back and whose closing clock reading found the
 	// connection gone.
 	dead := !c.Connected()
-	op := Op{Client: c.id, Session: c.label(), Call: f.call, Return: ret}
-	if c.in.Queue.TxBound && r.Err == nil {
-		switch {
-		case st.Kind == program.KClaim && r.Out.Found:
-			if c.held == nil {
-				c.held = map[int64]int64{}
-			}
-			c.held[r.Out.Job] = r.Out.Gen
-			// Its transaction was open while the claim ran; the check below learns its id.
-			c.alive, c.xid = max(c.alive, f.call), ""
-		case st.Kind == program.KComplete && r.Out.Rows == 1:
-			delete(c.held, st.Job)
-		}
-	}
-	switch st.Kind {
-	case program.KEnqueue, program.KClaim, program.KComplete, program.KExpire:
-		op.Input, op.Output = st.Input(), r.Out
-		op.Input.At = f.At
-		op.Input.Strict = st.Kind == program.KClaim && f.Strict
-		switch {
-		case r.Err != nil && c.inTxn:
-			// A failed statement aborts its transaction, which can then only roll back: it
-			// returns with the transaction's other operations when that ends (its ROLLBACK, or
-			// the connection's loss), as one of them.
-			op.Output = model.Output{Outcome: model.Aborted, Err: errText(r.Err)}
-			c.pend = append(c.pend, op)
-			c.aborted = true
-		case r.Err != nil:
-			op.Output = model.Output{Outcome: outcomeOf(r.Err), Err: errText(r.Err)}
-			if op.Output.Outcome == model.Unknown {
-				op.Return = Never
-			}
-			c.add(op)
-			if op.Return == Never {
-				c.retire()
-			}
-		case c.inTxn && !(st.Kind == program.KClaim && !r.Out.Found):
-			c.pend = append(c.pend, op) // takes effect when the transaction commits
-		default:
-			c.add(op) // autocommit, or an empty claim, which changes nothing either way
-		}
-	case program.KRescue:
-		in := st.Input()
-		in.At = f.At
-		switch {
-		case r.Err != nil:
-			op.Input, op.Output = in, model.Output{Outcome: outcomeOf(r.Err), Err: errText(r.Err)}
-			if op.Output.Outcome == model.Unknown {
-				op.Return = Never
-			}
-			c.add(op)
-			if op.Return == Never {
-				c.retire()
-			}
-		default:
-			for _, id := range r.Jobs {
-				c.add(Op{Client: c.id, Session: c.label(), Input: in, Output: model.Output{Found: true, Job: id}, Call: f.call, Return: ret})
-			}
-		}
-	case program.KSnapshot:
-		if r.Err == nil && c.rec != nil {
-			for _, o := range observe(r.Rows, f.Known, f.Omit) {
-				o.in.At = f.At
-				c.add(Op{Client: c.id, Session: c.label(), Input: o.in, Output: o.out, Call: f.call, Return: ret})
-			}
-		}
-	case program.KBegin:
-		if r.Err == nil {
-			c.inTxn = true
-		}
-	case program.KLock:
-		if r.Err == nil {
-			c.locked = append(c.locked, st.Job)
-			c.add(Op{Client: c.id, Session: c.label(), Input: st.Input(), Call: f.call, Return: ret})
-		} else if c.inTxn {
-			c.aborted = true
-		}
-	case program.KCommit, program.KRollback:
-		commit := st.Kind == program.KCommit
-		unknown := commit && r.Err != nil && !errors.Is(r.Err, sut.ErrRolledBack) && outcomeOf(r.Err) == model.Unknown && !c.aborted
-		c.endTxn(f.call, ret, commit && r.Err == nil && !c.aborted, unknown)
-	case program.KSleep:
-	}
+	st.Record(&landing{c: c, f: f, ret: ret}, r)
 	if dead {
 		_ = c.lose(f.ctx) // a failed reconnection is the next statement's to report
 	} else if len(c.held) > 0 {
 		c.checkHeld(f.ctx)
 	}
 	return v
+}
+
+// landing is where a landed statement records itself (program.Recording): in the history, as
+// of the client's transaction, at the times the flight was called and returned.
+type landing struct {
+	c   *Client
+	f   *Flight
+	ret int64
+}
+
+func (l *landing) op(in model.Input, out model.Output) Op {
+	in.At = l.f.At
+	return Op{Client: l.c.id, Session: l.c.label(), Input: in, Output: out, Call: l.f.call, Return: l.ret}
+}
+
+func (l *landing) Write(in model.Input, out model.Output) {
+	if l.c.inTxn {
+		l.c.pend = append(l.c.pend, l.op(in, out)) // takes effect when the transaction commits
+		return
+	}
+	l.c.add(l.op(in, out))
+}
+
+func (l *landing) Read(in model.Input, out model.Output) { l.c.add(l.op(in, out)) }
+
+func (l *landing) Failed(in model.Input, err error) {
+	c := l.c
+	if c.inTxn {
+		// A failed statement aborts its transaction, which can then only roll back: it returns
+		// with the transaction's other operations when that ends (its ROLLBACK, or the
+		// connection's loss), as one of them.
+		c.pend = append(c.pend, l.op(in, model.Output{Outcome: model.Aborted, Err: errText(err)}))
+		c.aborted = true
+		return
+	}
+	op := l.op(in, model.Output{Outcome: outcomeOf(err), Err: errText(err)})
+	if op.Output.Outcome == model.Unknown {
+		op.Return = Never
+	}
+	c.add(op)
+	if op.Return == Never {
+		c.retire()
+	}
+}
+
+func (l *landing) Aborted() {
+	if l.c.inTxn {
+		l.c.aborted = true
+	}
+}
+
+func (l *landing) Begin() { l.c.inTxn = true }
+
+func (l *landing) End(commit bool, err error) {
+	c := l.c
+	unknown := commit && err != nil && !errors.Is(err, sut.ErrRolledBack) && outcomeOf(err) == model.Unknown && !c.aborted
+	c.endTxn(l.f.call, l.ret, commit && err == nil && !c.aborted, unknown)
+}
+
+func (l *landing) Locked(job int64) {
+	l.c.locked = append(l.c.locked, job)
+	l.c.add(Op{Client: l.c.id, Session: l.c.label(), Input: model.Input{Kind: model.OpLock, Job: job}, Call: l.f.call, Return: l.ret})
+}
+
+func (l *landing) Claimed(job, gen int64) {
+	c := l.c
+	if !c.in.Queue.TxBound {
+		return
+	}
+	if c.held == nil {
+		c.held = map[int64]int64{}
+	}
+	c.held[job] = gen
+	// Its transaction was open while the claim ran; the check after the statement learns its id.
+	c.alive, c.xid = max(c.alive, l.f.call), ""
+}
+
+func (l *landing) Completed(job int64) {
+	if l.c.in.Queue.TxBound {
+		delete(l.c.held, job)
+	}
 }
 
 // clock is the database time the client's windows are counted in: its recorder's.
@@ -433,34 +426,6 @@ func (c *Client) CancelIdle(ctx context.Context) error {
 	return nil
 }
 
-type observation struct {
-	in  model.Input
-	out model.Output
-}
-
-// observe turns a snapshot into one observation per job: every row it returned (except those
-// omit leaves out, which are not absent either), and an absence for each id in known that it
-// did not return.
-func observe(rows []model.Row, known []int64, omit func(model.Row) bool) []observation {
-	seen := map[int64]bool{}
-	var out []observation
-	for _, r := range rows {
-		seen[r.ID] = true
-		if omit != nil && omit(r) {
-			continue
-		}
-		live := r.LeaseLive && r.State == model.Running
-		out = append(out, observation{model.Input{Kind: model.OpObserve, Job: r.ID}, model.Output{Found: true, State: r.State, Gen: r.Generation, Live: live}})
-	}
-	for _, id := range known {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, observation{model.Input{Kind: model.OpObserve, Job: id}, model.Output{}})
-		}
-	}
-	return out
-}
-
 // outcomeOf decides what a failed statement did. Only a request that provably never reached
 // the server is "not sent"; anything else may have taken effect, whatever the error says.
 func outcomeOf(err error) model.Outcome {
@@ -510,7 +475,7 @@ func injected(err error) bool {
 
 // unexpected turns an error the harness did not cause into the property it breaks: a queue
 // statement on a correct queue never fails (property 9), and a claim never returns two rows.
-func unexpected(kind model.OpKind, err error) *model.Violation {
+func unexpected(kind string, err error) *model.Violation {
 	var multi *sut.ErrMultipleRows
 	if errors.As(err, &multi) {
 		return multi.Violation()
@@ -521,9 +486,6 @@ func unexpected(kind model.OpKind, err error) *model.Violation {
 	var se *sut.StatementError
 	if errors.As(err, &se) {
 		return model.Violate(model.PNoErrors, "%s failed with SQLSTATE %s: %s", se.File, se.SQLState, se.Msg)
-	}
-	if kind == "" {
-		kind = "statement"
 	}
 	return model.Violate(model.PNoErrors, "%s failed: %s", kind, errText(err))
 }

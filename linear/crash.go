@@ -110,7 +110,7 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 		c.Down = time.Since(begin)
 		last, opsAtRestart = time.Now(), r.rec.Len()
 		// Every job, at once: what the crash must not have undone.
-		pc.Do(r.ctx, &Flight{Stmt: program.Stmt{Kind: program.KSnapshot}, Known: r.knownIDs()})
+		pc.Do(r.ctx, &Flight{Stmt: program.SnapshotStmt{Known: r.knownIDs()}})
 		for _, t := range c.Probes {
 			if t.Until.To != model.Never && t.Until.To-r.rec.DB.Estimate() < watchWithin {
 				r.watchLease(pc, t)
@@ -139,7 +139,7 @@ func (r *run) watchLease(pc *Client, t program.Token) {
 			return
 		}
 		if now >= t.Until.From-leaseWatch {
-			pc.Do(r.ctx, &Flight{Stmt: program.Stmt{Kind: program.KSnapshot}, Known: []int64{t.ID}, Omit: only})
+			pc.Do(r.ctx, &Flight{Stmt: program.SnapshotStmt{Known: []int64{t.ID}, Omit: only}})
 			time.Sleep(leaseWatchEvery)
 			continue
 		}

@@ -413,22 +413,14 @@ func (r *srun) issue(x *sched, op program.Op) {
 	x.line = len(r.trace)
 	r.trace = append(r.trace, r.line(x, op))
 	for i, stmt := range stmts {
-		f := &Flight{Stmt: stmt}
-		switch stmt.Kind {
-		case program.KClaim:
-			r.timed = r.timed || stmt.Timed()
-			f.Strict = true
-			for _, o := range r.x {
-				if o != x && (o.fl != nil || o.s.InTxn) {
-					f.Strict = false
-				}
-			}
-			if f.Strict {
+		r.timed = r.timed || program.IsTimed(stmt)
+		if r.alone(x) {
+			var strict bool
+			if stmt, strict = program.Strictly(stmt); strict {
 				r.trace[x.line] += " (strict)"
 			}
-		case program.KSnapshot:
-			f.Known = append([]int64(nil), r.w.Jobs...)
 		}
+		f := &Flight{Stmt: stmt}
 		if err := x.c.Send(r.s.ctx, f); err != nil {
 			r.harness(err)
 			return
@@ -442,6 +434,17 @@ func (r *srun) issue(x *sched, op program.Op) {
 			}
 		}
 	}
+}
+
+// alone reports whether no session but x has a statement in flight or a transaction open: a
+// statement x sends now races nothing.
+func (r *srun) alone(x *sched) bool {
+	for _, o := range r.x {
+		if o != x && (o.fl != nil || o.s.InTxn) {
+			return false
+		}
+	}
+	return true
 }
 
 // procedure runs an operation that chooses its own steps. A pause, plain or to the edge of
@@ -535,8 +538,8 @@ func (r *srun) quiesce(forceProgress bool) {
 			x.waits = true
 			r.trace[x.line] += " [waits for a lock]"
 		}
-		if x.fl.Stmt.Kind == program.KClaim {
-			r.violation(model.Violate(model.PSkipLocked, "%s's claim waits for a row lock another session holds, instead of skipping the row", x.s.Label()))
+		if program.SkipsLocked(x.fl.Stmt) {
+			r.violation(model.Violate(model.PSkipLocked, "%s's %s waits for a row lock another session holds, instead of skipping the row", x.s.Label(), x.fl.Stmt.Name()))
 		}
 	}
 }
@@ -725,7 +728,7 @@ func (r *srun) fault(x *sched, f program.Fault) {
 			r.harness(err)
 		}
 		x.s.Busy = false
-		r.w.Apply(x.s, program.Stmt{Kind: program.KRollback}, program.Result{}, model.Window{})
+		r.w.Apply(x.s, program.RollbackStmt, program.Result{}, model.Window{})
 	default:
 		if err := r.s.in.Terminate(ctx, pid); err != nil {
 			r.harness(err)

@@ -63,10 +63,10 @@ func (a *actor) World() *program.World { return a.w }
 func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, error) {
 	var out []program.Result
 	for _, st := range op.Stmts(a.w) {
-		f := &Flight{Stmt: st, Strict: a.strict && st.Kind == program.KClaim}
-		if st.Kind == program.KSnapshot {
-			f.Known = a.w.Jobs
+		if a.strict {
+			st, _ = program.Strictly(st)
 		}
+		f := &Flight{Stmt: st}
 		r, _, err := a.c.Do(ctx, f)
 		if err != nil {
 			return out, err

@@ -113,38 +113,10 @@ func (c *Counts) Add(o Counts) {
 	c.StressRounds += o.StressRounds
 }
 
-// answers is what the queue answered during one operation, for Counts.
+// answers is what the queue answered during one operation, and how long it paused.
 type answers struct {
-	enqueued          int
-	claims, empty     int
-	accepted, refused int
-	timed             int           // claims with a lease of their own length
-	slept             time.Duration // real time the operation paused for
-}
-
-func (a *answers) note(st Stmt, r Result) {
-	if r.Err != nil {
-		return
-	}
-	switch st.Kind {
-	case KEnqueue:
-		a.enqueued++
-	case KClaim:
-		if r.Out.Found {
-			a.claims++
-		} else {
-			a.empty++
-		}
-		if st.Timed() {
-			a.timed++
-		}
-	case KComplete:
-		if r.Out.Rows == 0 {
-			a.refused++
-		} else {
-			a.accepted++
-		}
-	}
+	Tally
+	slept time.Duration // real time the operation paused for
 }
 
 // observe counts one simple (not compound) operation.
@@ -153,20 +125,20 @@ func (c *Counts) observe(op Op, a answers, err error) {
 	if errors.As(err, &v) && v.Property == model.PNoErrors {
 		c.Errors++
 	}
-	c.TimedClaims += int64(a.timed)
+	c.TimedClaims += int64(a.Timed)
 	if a.slept > 0 {
 		c.RealPauses++
 		c.PausedMillis += a.slept.Milliseconds()
 	}
 	claimsAndCompletions := func() {
-		c.Claims += int64(a.claims)
-		c.EmptyClaims += int64(a.empty)
-		c.Completions += int64(a.accepted)
-		c.RejectedCompletions += int64(a.refused)
+		c.Claims += int64(a.Claims)
+		c.EmptyClaims += int64(a.Empty)
+		c.Completions += int64(a.Accepted)
+		c.RejectedCompletions += int64(a.Refused)
 	}
 	switch o := op.(type) {
 	case Enqueue:
-		c.Enqueued += int64(a.enqueued)
+		c.Enqueued += int64(a.Enqueued)
 	case Claim:
 		claimsAndCompletions()
 	case Complete, completeClaimed:
@@ -200,6 +172,6 @@ func (c *Counts) observe(op Op, a answers, err error) {
 		// A drain's own claims and completions are its mechanism, counted as the jobs it
 		// drained rather than as workers' claims.
 		c.Drains++
-		c.DrainedJobs += int64(a.accepted)
+		c.DrainedJobs += int64(a.Accepted)
 	}
 }

@@ -240,7 +240,7 @@ func (e *Env) answer(op Op) string {
 			return fmt.Sprintf("job %d's lease expired", id)
 		}
 	case Drain:
-		return fmt.Sprintf("%d completed", e.step.accepted)
+		return fmt.Sprintf("%d completed", e.step.Accepted)
 	case Near:
 		return fmt.Sprintf("slept %v", e.step.slept.Round(time.Millisecond))
 	}
@@ -276,12 +276,12 @@ func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
 			}
 			e.stepAt.To = at.To
 		}
-		e.timed = e.timed || stmt.Timed()
+		e.timed = e.timed || IsTimed(stmt)
 		if a := stmt.Answer(r); a != "" {
 			e.answers = append(e.answers, a)
 		}
-		e.step.note(stmt, r)
-		err := e.check(s, stmt, r, at)
+		stmt.Tally(&e.step.Tally, r)
+		err := stmt.Judge(e.Model, s, r, at)
 		var v *model.Violation
 		if errors.As(err, &v) && v.NotPromised {
 			if e.unpromised == nil {
@@ -293,7 +293,8 @@ func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
 		if err != nil {
 			return out, err
 		}
-		if stmt.Kind == KExpire && e.W.TxBound {
+		if e.W.BackendsEnded {
+			e.W.BackendsEnded = false
 			if err := e.revive(ctx); err != nil {
 				return out, &HarnessError{err}
 			}
@@ -346,43 +347,6 @@ func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	e.timed = true
 	e.step.slept += d
-	return nil
-}
-
-// check judges one statement's answer by the sequential specification.
-func (e *Env) check(s *Session, st Stmt, r Result, at model.Window) error {
-	if r.Err != nil {
-		switch st.Kind {
-		case KBegin, KCommit, KRollback, KSleep:
-			return &HarnessError{fmt.Errorf("%s: %s: %w", s.Name, st, r.Err)}
-		case KClaim:
-			var se *sut.StatementError
-			if errors.As(r.Err, &se) && se.LockWait() {
-				return model.Violate(model.PSkipLocked, "claim waited for a row lock another session holds instead of skipping the row (lock_timeout, SQLSTATE 55P03)")
-			}
-		}
-		return queueErr(r.Err)
-	}
-	switch st.Kind {
-	case KEnqueue:
-		return e.Model.Enqueue(r.Out.Job)
-	case KClaim:
-		return e.Model.Claim(at, st.Lease, r.Out.Found, r.Out.Job, r.Out.Gen)
-	case KComplete:
-		return e.Model.Complete(at, st.Job, st.Gen, r.Out.Rows)
-	case KExpire:
-		e.Model.Expire(at, st.Job)
-	case KSnapshot:
-		return e.Model.CheckSnapshot(at, r.Rows)
-	case KRescue:
-		return e.Model.Rescue(at, r.Jobs)
-	case KLock:
-		e.Model.Lock(st.Job)
-	case KCommit, KRollback:
-		for _, id := range s.Locks {
-			e.Model.Unlock(id)
-		}
-	}
 	return nil
 }
 
@@ -466,20 +430,3 @@ func numbered(lines []string) string {
 
 // Executed returns the operations of env's last run that actually ran.
 func (e *Env) Executed() []Op { return append([]Op(nil), e.Ops...) }
-
-// queueErr classifies an error from a queue statement: a multi-row claim or a failed statement
-// is a finding; anything else is the harness's.
-func queueErr(err error) error {
-	var multi *sut.ErrMultipleRows
-	if errors.As(err, &multi) {
-		return multi.Violation()
-	}
-	var se *sut.StatementError
-	if errors.As(err, &se) && se.SQLState != "" {
-		if se.LockWait() {
-			return model.Violate(model.PNoErrors, "%s waited for a row lock held by another session (lock_timeout, SQLSTATE 55P03); a sequential run never needs to wait", se.File)
-		}
-		return model.Violate(model.PNoErrors, "%s failed with SQLSTATE %s: %s", se.File, se.SQLState, se.Msg)
-	}
-	return &HarnessError{err}
-}

@@ -101,6 +101,10 @@ const (
 	EarlyBudget = ShortLeaseLen / 2
 )
 
+// TimedLease reports whether a claim's lease is one of its own length, which ends by itself
+// within a run (the long lease, or none given, outlives it).
+func TimedLease(d time.Duration) bool { return d != 0 && d != LongLease }
+
 // The formats every operation prints with and parses from (syntax.go builds the parser from
 // these same strings, so the two cannot drift apart). %s is a session, %d a number, %v a
 // duration; the session an operation runs on is printed before it.
@@ -231,7 +235,7 @@ func (o Enqueue) Applicable(w *World) bool {
 func (o Enqueue) Stmts(w *World) []Stmt {
 	out := make([]Stmt, o.N)
 	for i := range out {
-		out[i] = Stmt{Kind: KEnqueue, Payload: w.Payload()}
+		out[i] = EnqueueStmt{Payload: w.Payload()}
 	}
 	return out
 }
@@ -261,7 +265,7 @@ func (o Claim) Stmts(w *World) []Stmt {
 	case lease == 0:
 		lease = w.Lease
 	}
-	return []Stmt{{Kind: KClaim, Lease: lease, Worker: w.Session(o.S).Worker()}}
+	return []Stmt{ClaimStmt{Lease: lease, Worker: w.Session(o.S).Worker()}}
 }
 
 // Rescue runs the queue's rescue step (its rescuer, sweeper or scheduler), which makes ready the
@@ -274,7 +278,7 @@ func (o Rescue) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
 	return ok && w.CanRescue && !s.InTxn
 }
-func (o Rescue) Stmts(w *World) []Stmt { return []Stmt{{Kind: KRescue}} }
+func (o Rescue) Stmts(w *World) []Stmt { return []Stmt{RescueStmt{}} }
 
 // Complete presents one of the session's tokens: Back=0 its newest, 1 the one before, and so
 // on. An old token is a paused worker's: its job may since have been reclaimed or completed.
@@ -300,7 +304,7 @@ func (o Complete) Applicable(w *World) bool {
 }
 func (o Complete) Stmts(w *World) []Stmt {
 	t, _ := w.Session(o.S).newest(o.Back)
-	return []Stmt{{Kind: KComplete, Job: t.ID, Gen: t.Gen}}
+	return []Stmt{CompleteStmt{Job: t.ID, Gen: t.Gen}}
 }
 
 // completeClaimed is a claim transaction's own completion: it applies only when that
@@ -328,7 +332,7 @@ func (o Expire) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
 	return ok && outsideTxnWork(w, s) && w.Known(o.Job) && w.free(s, o.Job)
 }
-func (o Expire) Stmts(w *World) []Stmt { return []Stmt{{Kind: KExpire, Job: o.Job}} }
+func (o Expire) Stmts(w *World) []Stmt { return []Stmt{ExpireStmt{Job: o.Job}} }
 
 // ExpireClaim ends the lease of the job of the newest claim any session made (Back=0), or of an
 // earlier one: a lease worth ending, whatever ids the queue hands out.
@@ -356,7 +360,7 @@ func (o ExpireClaim) Applicable(w *World) bool {
 }
 func (o ExpireClaim) Stmts(w *World) []Stmt {
 	id, _ := o.job(w)
-	return []Stmt{{Kind: KExpire, Job: id}}
+	return []Stmt{ExpireStmt{Job: id}}
 }
 
 // Pause: worker W stops past its lease (the seed's hard case). Its newest job's lease is
@@ -379,7 +383,7 @@ func (o Pause) Applicable(w *World) bool {
 }
 func (o Pause) Stmts(w *World) []Stmt {
 	id, _ := o.job(w)
-	return []Stmt{{Kind: KExpire, Job: id}}
+	return []Stmt{ExpireStmt{Job: id}}
 }
 
 // Snapshot reads every job's row.
@@ -391,7 +395,9 @@ func (o Snapshot) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
 	return ok && outsideTxnWork(w, s)
 }
-func (o Snapshot) Stmts(w *World) []Stmt { return []Stmt{{Kind: KSnapshot}} }
+func (o Snapshot) Stmts(w *World) []Stmt {
+	return []Stmt{SnapshotStmt{Known: append([]int64(nil), w.Jobs...)}}
+}
 
 // Begin opens a transaction.
 type Begin struct{ S string }
@@ -402,7 +408,7 @@ func (o Begin) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
 	return ok && !s.InTxn && (!w.NoTxnWork || s.Work) && !w.TxBound // the queue's claims own the transactions
 }
-func (o Begin) Stmts(w *World) []Stmt { return []Stmt{{Kind: KBegin}} }
+func (o Begin) Stmts(w *World) []Stmt { return []Stmt{BeginStmt{}} }
 
 // Lock row-locks a job in the session's transaction, opening one when none is open, as the
 // seed's manual-locker does.
@@ -425,11 +431,11 @@ func (o Lock) Applicable(w *World) bool {
 	return true
 }
 func (o Lock) Stmts(w *World) []Stmt {
-	lock := Stmt{Kind: KLock, Job: o.Job}
+	lock := LockStmt{Job: o.Job}
 	if w.Session(o.S).InTxn {
 		return []Stmt{lock}
 	}
-	return []Stmt{{Kind: KBegin}, lock}
+	return []Stmt{BeginStmt{}, lock}
 }
 
 // Commit and Rollback end the session's transaction.
@@ -441,7 +447,7 @@ func (o Commit) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
 	return ok && s.InTxn
 }
-func (o Commit) Stmts(w *World) []Stmt { return []Stmt{{Kind: KCommit}} }
+func (o Commit) Stmts(w *World) []Stmt { return []Stmt{CommitStmt} }
 
 type Rollback struct{ S string }
 
@@ -451,7 +457,7 @@ func (o Rollback) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
 	return ok && s.InTxn
 }
-func (o Rollback) Stmts(w *World) []Stmt { return []Stmt{{Kind: KRollback}} }
+func (o Rollback) Stmts(w *World) []Stmt { return []Stmt{RollbackStmt} }
 
 // Cancel cancels the session's statement (pg_cancel_backend). A session idle in its transaction
 // is first parked in pg_sleep, so that there is a statement to cancel, and then rolls back: the

@@ -2,43 +2,43 @@ package program
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"pgqcheck/model"
 	"pgqcheck/sut"
 )
 
-// Kind is what a statement does. The queue's own statements carry the contract's names; the
-// rest are the transaction boundaries and the pause a cancelled locker sleeps in.
-type Kind string
-
-const (
-	KEnqueue  Kind = "enqueue"
-	KClaim    Kind = "claim"
-	KComplete Kind = "complete"
-	KExpire   Kind = "expire"
-	KSnapshot Kind = "snapshot"
-	KLock     Kind = "lock"
-	KBegin    Kind = "begin"
-	KCommit   Kind = "commit"
-	KRollback Kind = "rollback"
-	KSleep    Kind = "sleep"
-	KRescue   Kind = "rescue"
-)
-
 // Stmt is one statement a session sends, with every reference resolved: the only thing the
 // modes hand to Postgres. Sequential programs, scheduled interleavings, stress traffic and the
-// drain all run their operations as Stmts through Exec.
-type Stmt struct {
-	Kind    Kind
-	Job     int64         // complete, expire, lock
-	Gen     int64         // complete
-	Payload string        // enqueue
-	Lease   time.Duration // claim
-	Worker  string        // claim: the worker's name, where claim.sql takes it
-	Sleep   time.Duration // sleep
+// drain all run their operations as statements. Each kind of statement is one type that
+// carries everything about that kind, so that adding a kind is writing one type:
+//
+//   - how it runs on a session (Exec) and reads in traces (String, Answer);
+//   - what its answer means to the sequential specification (Judge);
+//   - what its answer tells of the session that sent it (Apply, on the world);
+//   - what a concurrent history keeps of it (Record);
+//   - what it adds to a run's counts (Tally).
+type Stmt interface {
+	// Name is the statement's kind, as messages name it ("claim", "begin").
+	Name() string
+	// String is the statement with its references resolved, for traces.
+	String() string
+	// Exec sends the statement on s and waits for its answer. It touches nothing but s, so a
+	// scheduler may run it on a goroutine of its own.
+	Exec(ctx context.Context, s *sut.Session) Result
+	// Answer is the result in words, for traces ("" when there is nothing to say).
+	Answer(r Result) string
+	// Judge checks the answer, which session s got in window at, against the sequential
+	// specification m, and applies it there.
+	Judge(m *model.Queue, s *Session, r Result, at model.Window) error
+	// Apply records on the world what the answer tells of session s: tokens, its transaction,
+	// the row locks that transaction holds.
+	Apply(w *World, s *Session, r Result, at model.Window)
+	// Record writes what a concurrent history keeps of the answer.
+	Record(h Recording, r Result)
+	// Tally counts the answer.
+	Tally(t *Tally, r Result)
 }
 
 // Result is what came back. Out holds the answer in the form a history records it; Clock
@@ -51,124 +51,104 @@ type Result struct {
 	Err   error
 }
 
-// Exec sends the statement on s and waits for its answer. It touches nothing but s, so a
-// scheduler may run it on a goroutine of its own.
-func (st Stmt) Exec(ctx context.Context, s *sut.Session) Result {
-	switch st.Kind {
-	case KEnqueue:
-		id, clk, err := s.Enqueue(ctx, st.Payload)
-		return Result{Out: model.Output{Job: id}, Clock: clk, Err: err}
-	case KClaim:
-		if st.Worker != "" {
-			s.Worker = st.Worker
-		}
-		id, gen, ok, clk, err := s.Claim(ctx, st.Lease)
-		return Result{Out: model.Output{Found: ok, Job: id, Gen: gen}, Clock: clk, Err: err}
-	case KComplete:
-		n, clk, err := s.Complete(ctx, st.Job, st.Gen)
-		return Result{Out: model.Output{Rows: n}, Clock: clk, Err: err}
-	case KExpire:
-		clk, err := s.Expire(ctx, st.Job)
-		return Result{Clock: clk, Err: err}
-	case KSnapshot:
-		rows, clk, err := s.Snapshot(ctx)
-		return Result{Rows: rows, Clock: clk, Err: err}
-	case KRescue:
-		ids, clk, err := s.Rescue(ctx)
-		return Result{Jobs: ids, Clock: clk, Err: err}
-	case KLock:
-		return Result{Err: s.Lock(ctx, st.Job)}
-	case KBegin:
-		return Result{Err: s.Begin(ctx)}
-	case KCommit:
-		return Result{Err: s.Commit(ctx)}
-	case KRollback:
-		return Result{Err: s.Rollback(ctx)}
-	case KSleep:
-		return Result{Err: s.Sleep(ctx, st.Sleep)}
-	}
-	return Result{Err: fmt.Errorf("unknown statement %q", st.Kind)}
+// Recording is where a concurrent client keeps a statement's answer. The statement says what
+// its answer is in a history's terms; the recording knows the transaction it ran in, the
+// time it was called and returned, and the window of database time it ran in.
+type Recording interface {
+	// Write records an operation that changes the queue; inside a transaction it takes effect
+	// when that transaction commits.
+	Write(in model.Input, out model.Output)
+	// Read records an operation that changes nothing however its transaction ends: an
+	// observation, an empty claim, a row lock taken.
+	Read(in model.Input, out model.Output)
+	// Failed records a queue statement that failed; its outcome follows from the error and from
+	// the transaction it ran in.
+	Failed(in model.Input, err error)
+	// Aborted: a statement failed inside the open transaction, which can now only roll back.
+	Aborted()
+	// Begin and End: the session's transaction opened; it ended by COMMIT (commit) or
+	// ROLLBACK, whose error is err.
+	Begin()
+	End(commit bool, err error)
+	// Locked: the open transaction row-locked job.
+	Locked(job int64)
+	// Claimed and Completed: a claim returned a job, a completion of it was accepted (a queue
+	// whose claims hold the session's transaction keeps track of which jobs it holds).
+	Claimed(job, gen int64)
+	Completed(job int64)
 }
 
-// TimedLease reports whether a claim's lease is one of its own length, which ends by itself
-// within a run (the long lease, or none given, outlives it).
-func TimedLease(d time.Duration) bool { return d != 0 && d != LongLease }
-
-// Timed reports whether the statement is a claim with a lease that ends by itself.
-func (st Stmt) Timed() bool { return st.Kind == KClaim && TimedLease(st.Lease) }
-
-// Input is the statement as a history records what was asked (the queue's own statements).
-func (st Stmt) Input() model.Input {
-	switch st.Kind {
-	case KEnqueue:
-		return model.Input{Kind: model.OpEnqueue, Payload: st.Payload}
-	case KClaim:
-		return model.Input{Kind: model.OpClaim, Lease: st.Lease}
-	case KComplete:
-		return model.Input{Kind: model.OpComplete, Job: st.Job, Gen: st.Gen}
-	case KExpire:
-		return model.Input{Kind: model.OpExpire, Job: st.Job}
-	case KLock:
-		return model.Input{Kind: model.OpLock, Job: st.Job}
-	case KRescue:
-		return model.Input{Kind: model.OpRescue}
-	}
-	return model.Input{}
+// Tally is what the queue answered during one operation, for Counts.
+type Tally struct {
+	Enqueued          int
+	Claims, Empty     int
+	Accepted, Refused int
+	Timed             int // claims with a lease of their own length
 }
 
-// OpKind is the statement's operation kind in a history ("" for transaction boundaries).
-func (st Stmt) OpKind() model.OpKind {
-	switch st.Kind {
-	case KSnapshot:
-		return model.OpObserve
-	case KBegin, KCommit, KRollback, KSleep:
-		return ""
-	}
-	return st.Input().Kind
+// Apply records what a statement of session s answered (see Stmt.Apply).
+func (w *World) Apply(s *Session, st Stmt, r Result, at model.Window) { st.Apply(w, s, r, at) }
+
+// IsTimed reports whether a statement's effect ends by itself in real time: a claim with a
+// lease of its own length, which traces then show with database times.
+func IsTimed(st Stmt) bool {
+	t, ok := st.(interface{ Timed() bool })
+	return ok && t.Timed()
 }
 
-// String is the statement with its references resolved, for traces.
-func (st Stmt) String() string {
-	switch st.Kind {
-	case KClaim:
-		return "claim"
-	case KComplete:
-		return fmt.Sprintf("complete job %d gen %d", st.Job, st.Gen)
-	case KExpire:
-		return fmt.Sprintf("expire job %d", st.Job)
-	case KLock:
-		return fmt.Sprintf("lock job %d", st.Job)
-	case KSleep:
-		return fmt.Sprintf("sleep %v", st.Sleep)
-	}
-	return string(st.Kind)
+// SkipsLocked reports whether a statement must skip rows other sessions hold locked rather
+// than wait for them: a wait of such a statement is a finding (property 5).
+func SkipsLocked(st Stmt) bool {
+	t, ok := st.(interface{ SkipsLocked() bool })
+	return ok && t.SkipsLocked()
 }
 
-// Answer is a result in words, for traces.
-func (st Stmt) Answer(r Result) string {
+// failed records on the world that a statement of s failed: a transaction it ran in can now
+// only end.
+func failed(s *Session) {
+	if s.InTxn {
+		s.Aborted = true
+	}
+}
+
+// harnessStmt gives the harness's own statements (transaction boundaries, pauses) what they
+// share: their failure is the harness's, and no history or count keeps them.
+type harnessStmt struct{}
+
+func (harnessStmt) Answer(r Result) string {
 	if r.Err != nil {
 		return "error: " + oneLine(r.Err)
 	}
-	switch st.Kind {
-	case KEnqueue:
-		return fmt.Sprintf("id %d", r.Out.Job)
-	case KClaim:
-		if !r.Out.Found {
-			return "none"
-		}
-		return Token{ID: r.Out.Job, Gen: r.Out.Gen}.String()
-	case KComplete:
-		if r.Out.Rows == 1 {
-			return fmt.Sprintf("job %d gen %d: 1 row", st.Job, st.Gen)
-		}
-		return fmt.Sprintf("job %d gen %d: %d rows", st.Job, st.Gen, r.Out.Rows)
-	case KSnapshot:
-		return fmt.Sprint(r.Rows)
-	case KRescue:
-		if len(r.Jobs) == 0 {
-			return "none"
-		}
-		return "jobs " + strings.Trim(fmt.Sprint(r.Jobs), "[]") + " ready"
-	}
 	return ""
+}
+func (harnessStmt) Record(Recording, Result) {}
+func (harnessStmt) Tally(*Tally, Result)     {}
+
+func harnessFailure(s *Session, st Stmt, err error) error {
+	return &HarnessError{fmt.Errorf("%s: %s: %w", s.Name, st, err)}
+}
+
+// errAnswer is a failed statement's answer in words.
+func errAnswer(r Result) (string, bool) {
+	if r.Err != nil {
+		return "error: " + oneLine(r.Err), true
+	}
+	return "", false
+}
+
+// queueErr classifies an error from a queue statement: a multi-row claim or a failed statement
+// is a finding; anything else is the harness's.
+func queueErr(err error) error {
+	var multi *sut.ErrMultipleRows
+	if errors.As(err, &multi) {
+		return multi.Violation()
+	}
+	var se *sut.StatementError
+	if errors.As(err, &se) && se.SQLState != "" {
+		if se.LockWait() {
+			return model.Violate(model.PNoErrors, "%s waited for a row lock held by another session (lock_timeout, SQLSTATE 55P03); a sequential run never needs to wait", se.File)
+		}
+		return model.Violate(model.PNoErrors, "%s failed with SQLSTATE %s: %s", se.File, se.SQLState, se.Msg)
+	}
+	return &HarnessError{err}
 }

@@ -97,7 +97,10 @@ type World struct {
 	// that name a lease of their own then do not apply.
 	FixedLease time.Duration
 	Lease      time.Duration // the lease of a claim that names none
-	payloads   int
+	// BackendsEnded: a statement may have ended other sessions' backends (an expiry on a queue
+	// whose claims hold a transaction ends its holder's), which their runner must reconnect.
+	BackendsEnded bool
+	payloads      int
 	// Clock is the run's database time, which every statement's window is counted in (a
 	// concurrent run's recorder shares it).
 	Clock *DBClock
@@ -173,50 +176,6 @@ func (w *World) LockedBy(id int64) *Session {
 func (w *World) free(s *Session, id int64) bool {
 	o := w.LockedBy(id)
 	return !w.NoWaits || o == nil || o == s
-}
-
-// Apply records what a statement of session s answered: tokens, transaction state, locks. at
-// is the database time it ran in.
-func (w *World) Apply(s *Session, st Stmt, r Result, at model.Window) {
-	if r.Err != nil {
-		switch {
-		case st.Kind == KCommit || st.Kind == KRollback:
-			s.endTxn() // a failed COMMIT rolled back; a failed ROLLBACK left nothing open
-		case st.Kind == KBegin:
-		case s.InTxn:
-			s.Aborted = true
-		}
-		return
-	}
-	switch st.Kind {
-	case KEnqueue:
-		w.Jobs = append(w.Jobs, r.Out.Job)
-	case KComplete:
-		if w.TxBound && r.Out.Rows == 1 {
-			s.Holding = false
-		}
-	case KExpire:
-		// The lease was its holder's transaction, which the expiry ended.
-		for _, o := range w.Sessions {
-			if t, ok := o.newest(0); ok && o.Holding && t.ID == st.Job {
-				o.Holding = false
-			}
-		}
-	case KClaim:
-		if r.Out.Found {
-			s.Holding = w.TxBound
-			t := Token{ID: r.Out.Job, Gen: r.Out.Gen, Lease: st.Lease, Until: at.Shift(st.Lease)}
-			s.Tokens = append(s.Tokens, t)
-			w.Claims = append(w.Claims, t)
-			s.Claimed = s.Claimed || s.InTxn
-		}
-	case KBegin:
-		s.InTxn = true
-	case KLock:
-		s.Locks = append(s.Locks, st.Job)
-	case KCommit, KRollback:
-		s.endTxn()
-	}
 }
 
 // Lost records that a session's connection is gone: its transaction ended without a COMMIT,
