@@ -22,7 +22,7 @@ package fuzz
 import (
 	"context"
 	"fmt"
-	"time"
+	"slices"
 
 	"pgqcheck/program"
 )
@@ -37,28 +37,18 @@ const (
 // MaxSteps bounds a program, so one input cannot run for long.
 const MaxSteps = 64
 
-// Kind is an operation's code, the first byte of its step.
+// Kind is an operation's code, the first byte of its step: the position of its kind in
+// program.FuzzCodes, the encoding's order.
 type Kind byte
 
-// The operations, in encoding order. Adding one at the end keeps existing corpus files valid.
-const (
-	KEnqueue Kind = iota
-	KClaim
-	KComplete
-	KExpire
-	KLock
-	KRelease
-	KCrash
-	KDrain
-	KPause
-	// Real time: claims with leases that end by themselves, pauses to a lease's edge, plain
-	// pauses, and claim transactions that wait before their claim and before their completion.
-	KTimedClaim
-	KNear
-	KSleep
-	KClaimTxn
-	numKinds
-)
+// code is the named kind's code.
+func code(name string) Kind {
+	i := slices.Index(program.FuzzCodes, name)
+	if i < 0 {
+		panic("fuzz: no kind " + name + " in program.FuzzCodes")
+	}
+	return Kind(i)
+}
 
 // Step is two bytes of fuzz input: an operation's code and its argument. It is an encoding,
 // not an operation: Op decodes it into one of the program package's operations, resolving job
@@ -74,7 +64,7 @@ type Step struct {
 func Decode(b []byte) []Step {
 	var out []Step
 	for i := 0; i+1 < len(b) && len(out) < MaxSteps; i += 2 {
-		out = append(out, Step{Kind(b[i] % byte(numKinds)), b[i+1]})
+		out = append(out, Step{Kind(b[i] % byte(len(program.FuzzCodes))), b[i+1]})
 	}
 	return out
 }
@@ -107,28 +97,30 @@ const (
 	TxnCompleteRollback               // complete it, then roll back: nothing happened
 )
 
-// Constructors for writing programs by hand (the seed corpus). Spans are positions in the
-// program package's scales (program.TimedLeases, NearMargins, RealPauses, TxnWaits, TxnHolds).
-func Enqueue(n int) Step          { return Step{KEnqueue, byte(n - 1)} }
-func Claim(w int) Step            { return Step{KClaim, byte(w)} }
-func Complete(w, back int) Step   { return Step{KComplete, byte(w + Workers*back)} }
-func Expire(job int) Step         { return Step{KExpire, byte(job)} }
-func Lock(l, job int) Step        { return Step{KLock, byte(l + Lockers*job)} }
-func Release(l int, how End) Step { return Step{KRelease, byte(l + Lockers*int(how))} }
-func Crash(w int) Step            { return Step{KCrash, byte(w)} }
-func Drain(w int) Step            { return Step{KDrain, byte(w)} }
-func Pause(w int) Step            { return Step{KPause, byte(w)} }
+// Constructors for writing programs by hand (the seed corpus): each encodes its arguments as
+// the kind's draw decodes them (program.Arg: the first choice is the lowest digit). Spans are
+// positions in the program package's scales (program.TimedLeases, NearMargins, RealPauses,
+// TxnWaits, TxnHolds).
+func Enqueue(n int) Step          { return Step{code("enqueue"), byte(n - 1)} }
+func Claim(w int) Step            { return Step{code("claim"), byte(w)} }
+func Complete(w, back int) Step   { return Step{code("complete"), byte(w + Workers*back)} }
+func Expire(job int) Step         { return Step{code("expire"), byte(job)} }
+func Lock(l, job int) Step        { return Step{code("lock"), byte(l + Lockers*job)} }
+func Release(l int, how End) Step { return Step{code("release"), byte(l + Lockers*int(how))} }
+func Crash(w int) Step            { return Step{code("crash"), byte(w)} }
+func Drain(w int) Step            { return Step{code("drain"), byte(w)} }
+func Pause(w int) Step            { return Step{code("pause"), byte(w)} }
 func TimedClaim(w, lease int) Step {
-	return Step{KTimedClaim, byte(w + Workers*lease)}
+	return Step{code("timed-claim"), byte(w + Workers*lease)}
 }
 func Near(w, margin int, after bool) Step {
 	a := w + Workers*margin
 	if after {
 		a += Workers * len(program.NearMargins)
 	}
-	return Step{KNear, byte(a)}
+	return Step{code("near"), byte(a)}
 }
-func Sleep(pause int) Step { return Step{KSleep, byte(pause)} }
+func Sleep(pause int) Step { return Step{code("real-pause"), byte(pause)} }
 func ClaimTxn(w, wait, hold, lease int, end TxnEnd) Step {
 	nw, nh, nl := len(program.TxnWaits), len(program.TxnHolds), len(program.TimedLeases)
 	a := w + Workers*(wait+nw*(hold+nh*(lease+nl*int(end))))
@@ -136,63 +128,21 @@ func ClaimTxn(w, wait, hold, lease int, end TxnEnd) Step {
 		// A rolled-back transaction with a long lease and long waits does not fit one byte.
 		panic(fmt.Sprintf("fuzz.ClaimTxn(%d, %d, %d, %d, %d): argument %d does not fit a byte", w, wait, hold, lease, end, a))
 	}
-	return Step{KClaimTxn, byte(a)}
+	return Step{code("fuzz-claim-txn"), byte(a)}
 }
 
-// Op decodes a step into the operation it stands for, resolving job positions against the
-// world: the fuzzer's programs are the program package's operations. ok is false when the step
-// names a job and there is none yet.
+// Op decodes a step into the operation it stands for: its kind's draw, with the argument
+// byte's digits as the choices, resolving job positions against the world. The fuzzer's
+// programs are the program package's operations. ok is false when the step names a job and
+// there is none yet.
 func (s Step) Op(w *program.World) (op program.Op, ok bool) {
-	a := int(s.Arg)
-	job := func(i int) (int64, bool) {
-		if len(w.Jobs) == 0 {
-			return 0, false
-		}
-		return w.Jobs[i%len(w.Jobs)], true
+	k := program.KindNamed(program.FuzzCodes[int(s.Kind)%len(program.FuzzCodes)])
+	ops := k.Draw(&program.Draw{C: program.NewArg(s.Arg), Dialect: program.DialectFuzz, W: w})
+	if len(ops) != 1 {
+		return nil, false
 	}
-	worker := program.WorkerName(a % Workers)
-	locker := program.LockerName(a % Lockers)
-	switch s.Kind {
-	case KEnqueue:
-		return program.Enqueue{N: 1 + a%3}, true
-	case KClaim:
-		return program.Claim{S: worker}, true
-	case KComplete:
-		return program.Complete{S: worker, Back: (a / Workers) % 3}, true
-	case KExpire:
-		id, ok := job(a)
-		return program.Expire{Job: id}, ok
-	case KLock:
-		id, ok := job(a / Lockers)
-		return program.Lock{S: locker, Job: id}, ok
-	case KRelease:
-		ends := []program.Op{program.Commit{S: locker}, program.Rollback{S: locker}, program.Cancel{S: locker}, program.Terminate{S: locker}}
-		return ends[(a/Lockers)%4], true
-	case KCrash:
-		return program.Crash{W: worker}, true
-	case KDrain:
-		return program.Drain{S: worker}, true
-	case KPause:
-		return program.Pause{W: worker}, true
-	case KTimedClaim:
-		return program.Claim{S: worker, Lease: span(program.TimedLeases, a/Workers)}, true
-	case KNear:
-		n := len(program.NearMargins)
-		return program.Near{W: worker, Margin: span(program.NearMargins, a/Workers), After: (a/Workers/n)%2 == 1}, true
-	case KSleep:
-		return program.Sleep{D: span(program.RealPauses, a)}, true
-	case KClaimTxn:
-		r := a / Workers
-		nw, nh, nl := len(program.TxnWaits), len(program.TxnHolds), len(program.TimedLeases)
-		end := TxnEnd((r / (nw * nh * nl)) % 3)
-		return program.ClaimTxn{S: worker, Wait: span(program.TxnWaits, r), Hold: span(program.TxnHolds, r/nw),
-			Lease: span(program.TimedLeases, r/(nw*nh)), Complete: end != TxnCommit, Commit: end != TxnCompleteRollback}, true
-	}
-	return nil, false
+	return ops[0], true
 }
-
-// span is the i-th span of a scale, i taken modulo its length.
-func span(scale []time.Duration, i int) time.Duration { return scale[i%len(scale)] }
 
 // Run resets e and runs the steps that apply, stopping at the first violation or harness error.
 func Run(ctx context.Context, e *program.Env, steps []Step) error {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"pgregory.net/rapid"
+
+	"pgqcheck/program"
 )
 
 // chooser makes a scheduled run's choices: the program, the interleaving and the faults. rapid
@@ -17,7 +19,7 @@ import (
 // choices are recorded in that encoding: the bytes of a failure rapid found replay it as a fuzz
 // input.
 type chooser interface {
-	choose(lo, hi int, label string) int
+	program.Chooser
 	// log is every choice so far, encoded as input bytes, and where each one is.
 	log() *choiceLog
 }
@@ -48,7 +50,7 @@ type rapidChoices struct {
 	rec choiceLog
 }
 
-func (c *rapidChoices) choose(lo, hi int, label string) int {
+func (c *rapidChoices) Choose(lo, hi int, label string) int {
 	v := rapid.IntRange(lo, hi).Draw(c.t, label)
 	c.rec.add(lo, hi, v, label)
 	return v
@@ -62,7 +64,7 @@ type byteChoices struct {
 	rec  choiceLog
 }
 
-func (c *byteChoices) choose(lo, hi int, label string) int {
+func (c *byteChoices) Choose(lo, hi int, label string) int {
 	span := hi - lo + 1
 	var u int
 	for i := 0; i < choiceWidth(lo, hi); i++ {
@@ -88,7 +90,7 @@ func choiceWidth(lo, hi int) int {
 	return 2
 }
 
-func chooseBool(c chooser, label string) bool { return c.choose(0, 1, label) == 1 }
+func chooseBool(c chooser, label string) bool { return c.Choose(0, 1, label) == 1 }
 
 // FuzzInputFile is a fuzz corpus file holding data, in the format `go test` reads.
 func FuzzInputFile(data []byte) []byte {

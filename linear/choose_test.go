@@ -18,11 +18,11 @@ func TestChoicesReplay(t *testing.T) {
 		drawn := &rapidChoices{t: t}
 		var want []int
 		for _, r := range ranges {
-			want = append(want, drawn.choose(r.lo, r.hi, "v"))
+			want = append(want, drawn.Choose(r.lo, r.hi, "v"))
 		}
 		read := &byteChoices{data: drawn.log().bytes}
 		for i, r := range ranges {
-			if got := read.choose(r.lo, r.hi, "v"); got != want[i] {
+			if got := read.Choose(r.lo, r.hi, "v"); got != want[i] {
 				t.Fatalf("choice %d in [%d, %d]: replayed %d, drawn %d", i, r.lo, r.hi, got, want[i])
 			}
 		}
@@ -35,11 +35,11 @@ func TestChoicesReplay(t *testing.T) {
 // TestChoicesPastTheEnd: an input that runs out makes every later choice the plain one.
 func TestChoicesPastTheEnd(t *testing.T) {
 	c := &byteChoices{data: []byte{7}}
-	if v := c.choose(0, 3, "a"); v != 3 {
+	if v := c.Choose(0, 3, "a"); v != 3 {
 		t.Errorf("7 in [0, 3] chose %d, want 3", v)
 	}
 	for _, r := range [][2]int{{0, 7}, {1, 5}, {2, 3}, {0, 1000}} {
-		if v := c.choose(r[0], r[1], "b"); v != r[0] {
+		if v := c.Choose(r[0], r[1], "b"); v != r[0] {
 			t.Errorf("past the end, [%d, %d] chose %d, want %d", r[0], r[1], v, r[0])
 		}
 	}

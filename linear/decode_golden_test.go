@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"pgqcheck/program"
 )
 
 var updateDecoded = flag.Bool("update-decoded", false, "rewrite testdata/decoded from the FuzzScheduled corpus")
@@ -40,10 +42,10 @@ func TestScheduledCorpusDecodesAsBefore(t *testing.T) {
 	var b strings.Builder
 	for _, name := range names {
 		data := inputs[name]
-		for _, can := range []capable{{lock: true, rescue: true}, {}} {
+		for _, can := range []program.Can{{Lock: true, Rescue: true}, {}} {
 			c := &byteChoices{data: data}
 			p := drawProgram(c, ScheduledConfig{Sessions: 3, MaxPrefix: 5, MaxSuffix: 5}, can)
-			fmt.Fprintf(&b, "%s (lock %t, rescue %t):\n", name, can.lock, can.rescue)
+			fmt.Fprintf(&b, "%s (lock %t, rescue %t):\n", name, can.Lock, can.Rescue)
 			for _, op := range p.prefix {
 				b.WriteString("  " + op.String() + "\n")
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"time"
 
 	"pgqcheck/faultproxy"
 	"pgqcheck/program"
@@ -86,18 +85,11 @@ func (c *Client) Disarm() {
 	}
 }
 
-// NetFaultWeights is the mix of the proxy faults stress mode's chaos goroutine injects; a delay
-// or a stall holds for one of NetFaultHolds.
-var (
-	NetFaultWeights = program.Weights{string(faultproxy.DropReply): 4, string(faultproxy.Cut): 2, string(faultproxy.DelayReply): 2, string(faultproxy.Stall): 2}
-	NetFaultHolds   = []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond}
-)
-
-// drawNetFault draws a proxy fault from NetFaultWeights.
+// drawNetFault draws a proxy fault from program.NetFaultWeights.
 func drawNetFault(rng *rand.Rand) faultproxy.Fault {
-	f := faultproxy.Fault{Kind: faultproxy.Kind(draw(rng, NetFaultWeights))}
+	f := faultproxy.Fault{Kind: faultproxy.Kind(draw(rng, program.NetFaultWeights))}
 	if !f.Kind.Lost() {
-		f.For = NetFaultHolds[rng.IntN(len(NetFaultHolds))]
+		f.For = program.NetFaultHolds[rng.IntN(len(program.NetFaultHolds))]
 	}
 	return f
 }
@@ -107,50 +99,6 @@ func (ch *chaos) netFault(w *worker) {
 	if w.c.Proxied() {
 		w.c.Inject(drawNetFault(ch.rng))
 	}
-}
-
-// Scheduled mode draws a proxy fault as a session's operation: the fault, then the statement
-// it hits, one of ProxyHits; in a claim transaction ("txn": begin, claim, maybe complete, then
-// commit or rollback) the fault comes before the statement drawn, so that a lost COMMIT (the
-// seed's uncertain commit) and a claim lost inside an open transaction (a known rollback) are
-// both drawn. A delay or a stall holds for one of ScheduledHolds.
-var (
-	ProxyHits      = []string{"claim", "complete", "txn", "expire", "enqueue", "snapshot"}
-	ScheduledHolds = []time.Duration{time.Millisecond, 20 * time.Millisecond}
-)
-
-func drawProxyFault(c chooser, s string) []program.Op {
-	kind := faultproxy.Kinds[c.choose(0, len(faultproxy.Kinds)-1, "proxy fault")]
-	f := program.ProxyFault{S: s, Kind: kind}
-	if !kind.Lost() {
-		f.For = pick(c, "hold", ScheduledHolds)
-	}
-	var hit []program.Op
-	switch ProxyHits[c.choose(0, len(ProxyHits)-1, "hit")] {
-	case "claim":
-		hit = []program.Op{program.Claim{S: s}}
-	case "complete":
-		hit = []program.Op{program.Complete{S: s, Back: c.choose(0, 2, "back")}}
-	case "expire":
-		hit = []program.Op{program.ExpireClaim{S: s, Back: c.choose(0, 2, "back")}}
-	case "enqueue":
-		hit = []program.Op{program.Enqueue{S: s, N: 1}}
-	case "snapshot":
-		hit = []program.Op{program.Snapshot{S: s}}
-	case "txn":
-		txn := []program.Op{program.Begin{S: s}, program.Claim{S: s}}
-		if chooseBool(c, "complete in txn") {
-			txn = append(txn, program.Complete{S: s})
-		}
-		if c.choose(0, 3, "rollback") < 3 {
-			txn = append(txn, program.Commit{S: s})
-		} else {
-			txn = append(txn, program.Rollback{S: s})
-		}
-		at := c.choose(0, len(txn)-1, "fault at")
-		return append(append(append([]program.Op(nil), txn[:at]...), f), txn[at:]...)
-	}
-	return append([]program.Op{f}, hit...)
 }
 
 // A drawn proxy fault waits on its session (sched.fault) for the statement it hits, and is

@@ -26,7 +26,7 @@ type scripted struct {
 	rec  choiceLog
 }
 
-func (c *scripted) choose(lo, hi int, label string) int {
+func (c *scripted) Choose(lo, hi int, label string) int {
 	v := lo
 	if q := c.want[label]; len(q) > 0 {
 		v, c.want[label] = q[0], q[1:]
@@ -40,14 +40,22 @@ func (c *scripted) choose(lo, hi int, label string) int {
 
 func (c *scripted) log() *choiceLog { return &c.rec }
 
-// kindAt is where a kind lies in a weighted layout, for scripting a draw of it.
-func kindAt(t *testing.T, w program.Weights, kind string) int {
+// kindAt is where a kind lies in a column's layout, for scripting a draw of it.
+func kindAt(t *testing.T, col program.Column, kind string) int {
 	t.Helper()
-	i := slices.Index(weighted(w, capable{lock: true}), kind)
+	i := slices.Index(layoutNames(col, program.Can{Lock: true}), kind)
 	if i < 0 {
-		t.Fatalf("no %s in %v", kind, w)
+		t.Fatalf("no %s in column %d", kind, col)
 	}
 	return i
+}
+
+func layoutNames(col program.Column, can program.Can) []string {
+	var names []string
+	for _, k := range program.Layout(col, can) {
+		names = append(names, k.Name)
+	}
+	return names
 }
 
 // TestKindLayoutKeepsOldInputs: the kinds drawn before real time came in keep their places,
@@ -55,17 +63,17 @@ func kindAt(t *testing.T, w program.Weights, kind string) int {
 // drew; new kinds only ever go after them.
 func TestKindLayoutKeepsOldInputs(t *testing.T) {
 	for _, c := range []struct {
-		w       program.Weights
+		col     program.Column
 		canLock bool
 		old     []string
 	}{
-		{PrefixWeights, true, []string{"claim", "claim", "complete", "expire", "expire", "enqueue"}},
-		{SuffixWeights, true, []string{"claim", "claim", "claim", "claim", "complete", "complete", "complete", "complete",
-			"expire", "expire", "expire", "claim-txn", "claim-txn", "claim-txn", "lock-txn", "lock-txn", "enqueue", "snapshot"}},
-		{SuffixWeights, false, []string{"claim", "claim", "claim", "claim", "complete", "complete", "complete", "complete",
-			"expire", "expire", "expire", "claim-txn", "claim-txn", "claim-txn", "enqueue", "snapshot"}},
+		{program.Prefix, true, []string{"claim", "claim", "complete", "expire-claimed", "expire-claimed", "enqueue-one"}},
+		{program.Suffix, true, []string{"claim", "claim", "claim", "claim", "complete", "complete", "complete", "complete",
+			"expire-claimed", "expire-claimed", "expire-claimed", "claim-txn", "claim-txn", "claim-txn", "lock-txn", "lock-txn", "enqueue-one", "snapshot"}},
+		{program.Suffix, false, []string{"claim", "claim", "claim", "claim", "complete", "complete", "complete", "complete",
+			"expire-claimed", "expire-claimed", "expire-claimed", "claim-txn", "claim-txn", "claim-txn", "enqueue-one", "snapshot"}},
 	} {
-		got := weighted(c.w, capable{lock: c.canLock})
+		got := layoutNames(c.col, program.Can{Lock: c.canLock})
 		if len(got) < len(c.old) || !slices.Equal(got[:len(c.old)], c.old) {
 			t.Errorf("layout %v no longer starts with the one saved inputs were drawn from, %v", got, c.old)
 		}
@@ -75,7 +83,7 @@ func TestKindLayoutKeepsOldInputs(t *testing.T) {
 // TestRealTimeDraws: each real-time kind draws the operations it names, with its spans taken
 // from the program package's scales.
 func TestRealTimeDraws(t *testing.T) {
-	rt := kindAt(t, SuffixWeights, "real-time")
+	rt := kindAt(t, program.Suffix, "real-time")
 	cases := []struct {
 		kind   string
 		script map[string][]int
@@ -84,18 +92,18 @@ func TestRealTimeDraws(t *testing.T) {
 		{"timed-claim", map[string][]int{"lease": {2}}, []string{"s1 claim lease " + program.TimedLeases[2].String()}},
 		{"lease-edge", map[string][]int{"lease": {0}, "margin": {1}, "after": {1}},
 			[]string{"s1 claim lease " + program.TimedLeases[0].String(), "s1 pause until " + program.NearMargins[1].String() + " after its lease ends"}},
-		{"near-end", map[string][]int{"margin": {2}}, []string{"s1 pause until " + program.NearMargins[2].String() + " before its lease ends"}},
+		{"near", map[string][]int{"margin": {2}}, []string{"s1 pause until " + program.NearMargins[2].String() + " before its lease ends"}},
 		{"real-pause", map[string][]int{"pause": {1}}, []string{"pause " + program.RealPauses[1].String()}},
 		{"timed-claim-txn", map[string][]int{"complete in txn": {1}, "wait": {2}, "lease": {1}, "hold": {1}},
 			[]string{(program.ClaimTxn{S: "s1", Commit: true, Complete: true, Wait: program.TxnWaits[2], Lease: program.TimedLeases[1], Hold: program.TxnHolds[1]}).String()}},
 	}
 	for _, c := range cases {
-		script := map[string][]int{"op s1": {rt}, "real time": {kindAt(t, RealTimeWeights, c.kind)}}
+		script := map[string][]int{"op s1": {rt}, "real time": {kindAt(t, program.RealTime, c.kind)}}
 		for k, v := range c.script {
 			script[k] = v
 		}
 		ch := &scripted{t: t, want: script}
-		d := &drawn{suffixK: weighted(SuffixWeights, capable{lock: true}), realTimeK: weighted(RealTimeWeights, capable{lock: true}), jobs: 1}
+		d := &drawn{can: program.Can{Lock: true}, jobs: 1}
 		var got []string
 		for _, op := range d.next(ch, 1) {
 			got = append(got, op.String())
@@ -123,7 +131,7 @@ func TestScheduledRealTimeRun(t *testing.T) {
 	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
 	s := NewScheduler(context.Background(), in, ScheduledConfig{Name: "realtime", ReportDir: t.TempDir()})
 	defer s.Close()
-	rt, rtk := kindAt(t, SuffixWeights, "real-time"), func(k string) int { return kindAt(t, RealTimeWeights, k) }
+	rt, rtk := kindAt(t, program.Suffix, "real-time"), func(k string) int { return kindAt(t, program.RealTime, k) }
 	ch := &scripted{t: t, want: map[string][]int{
 		"jobs": {2}, "suffix": {2, 2},
 		// s0: a 100 ms lease and a pause to 10 ms past its end, then a plain claim; s1: a

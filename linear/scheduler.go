@@ -683,12 +683,12 @@ func (r *srun) concurrent(d *drawn) {
 			return
 		}
 		targets := append(append([]*sched(nil), waiting...), idleInTxn...)
-		if len(ready) == 0 || (len(targets) > 0 && r.c.choose(0, 7, "fault?") == 7) {
+		if len(ready) == 0 || (len(targets) > 0 && r.c.Choose(0, 7, "fault?") == 7) {
 			if len(targets) == 0 {
 				r.quiesce(true)
 				continue
 			}
-			x := targets[r.c.choose(0, len(targets)-1, "fault target")]
+			x := targets[r.c.Choose(0, len(targets)-1, "fault target")]
 			var f program.Op = program.Terminate{S: x.s.Name}
 			if x.fl != nil && !chooseBool(r.c, "terminate") {
 				f = program.Cancel{S: x.s.Name}
@@ -697,7 +697,7 @@ func (r *srun) concurrent(d *drawn) {
 			r.quiesce(false)
 			continue
 		}
-		x := ready[r.c.choose(0, len(ready)-1, "next")]
+		x := ready[r.c.Choose(0, len(ready)-1, "next")]
 		r.step(x)
 		r.quiesce(false)
 	}

@@ -17,10 +17,10 @@ import (
 // them, the late completions are refused, snapshots see leases over, and the history, every
 // claim carrying its lease and every statement its window, checks on the seed queue.
 func TestStressRealTime(t *testing.T) {
-	defer func(l, h, c program.Weights) { LeaseWeights, TimedHoldWeights, ChaosWeights = l, h, c }(LeaseWeights, TimedHoldWeights, ChaosWeights)
-	LeaseWeights = program.Weights{"timed": 1}
-	TimedHoldWeights = program.Weights{"until after its end": 1}
-	ChaosWeights = program.Weights{"snapshot": 1, "rest": 9}
+	defer func(l, h, c program.Weights) { program.LeaseWeights, program.TimedHoldWeights, program.ChaosWeights = l, h, c }(program.LeaseWeights, program.TimedHoldWeights, program.ChaosWeights)
+	program.LeaseWeights = program.Weights{"timed": 1}
+	program.TimedHoldWeights = program.Weights{"until after its end": 1}
+	program.ChaosWeights = program.Weights{"snapshot": 1, "rest": 9}
 	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
 	res, err := Stress(context.Background(), in, StressConfig{Workers: 6, Duration: time.Second, ReportDir: t.TempDir()})
 	if err != nil {

@@ -12,23 +12,6 @@ import (
 	"pgqcheck/sut"
 )
 
-// Stress traffic's mix, as configuration (weights are relative): the lease a worker's claim asks
-// for ("long" is the run's, which outlives it; "timed" one of program.TimedLeases, which ends by
-// itself); how long a worker holds a job it claimed with a timed lease before what comes next
-// (not at all, until just before or just after that lease's end, or a plain pause); what a
-// worker does with a job it claimed ("keep" holds the token and claims again); what the chaos
-// goroutine does each turn ("rest" does nothing); how the chaos locker's transaction ends.
-//
-// A worker that waits for a lease's end stops for a tenth of a second or more, where a turn
-// without one takes a few milliseconds: those waits are rare, so that they take a small part
-// of a run's time, and timed claims completed at once, which cost nothing, are most of them.
-var (
-	LeaseWeights      = program.Weights{"long": 96, "timed": 4}
-	TimedHoldWeights  = program.Weights{"at once": 88, "until before its end": 4, "until after its end": 4, "pause": 4}
-	AfterClaimWeights = program.Weights{"complete": 85, "crash": 5, "complete older": 7, "keep": 3}
-	ChaosWeights      = program.Weights{"expire": 450, "lock": 150, "cancel": 20, "terminate": 5, "snapshot": 10, "rest": 365, "net": 20}
-	ReleaseWeights    = program.Weights{"commit": 40, "rollback": 30, "cancel": 15, "terminate": 15}
-)
 
 // draw picks a kind from weights.
 func draw(rng *rand.Rand, w program.Weights) string { return w.At(rng.IntN(w.Total())) }
@@ -215,7 +198,7 @@ func (r *run) work(w *worker) {
 			w.one(ctx, program.Complete{S: name})
 		}
 		lease := r.cfg.Lease
-		if draw(w.rng, LeaseWeights) == "timed" {
+		if draw(w.rng, program.LeaseWeights) == "timed" {
 			lease = program.TimedLeases[w.rng.IntN(len(program.TimedLeases))]
 		}
 		res := w.one(ctx, program.Claim{S: name, Lease: lease})
@@ -247,7 +230,7 @@ func (r *run) work(w *worker) {
 			time.Sleep(d)
 			w.paused.Store(nil)
 		}
-		switch draw(w.rng, AfterClaimWeights) {
+		switch draw(w.rng, program.AfterClaimWeights) {
 		case "complete":
 			w.one(ctx, program.Complete{S: name})
 		case "crash": // forget every token; the jobs wait for an expiry or the drain
@@ -271,7 +254,7 @@ func (w *worker) hold(timed bool) program.Procedure {
 		return nil
 	}
 	margin := program.NearMargins[w.rng.IntN(len(program.NearMargins))]
-	switch draw(w.rng, TimedHoldWeights) {
+	switch draw(w.rng, program.TimedHoldWeights) {
 	case "until before its end":
 		return program.Near{W: w.c.Name, Margin: margin}
 	case "until after its end":

@@ -1,0 +1,148 @@
+package program
+
+import (
+	"sort"
+	"time"
+
+	"pgqcheck/faultproxy"
+)
+
+// Weights is how often a generator draws each kind of operation: generation is configuration,
+// and nothing about weights lives in the operations.
+type Weights map[string]int
+
+// Total is the sum of the weights.
+func (w Weights) Total() int {
+	n := 0
+	for _, v := range w {
+		n += v
+	}
+	return n
+}
+
+// At is the kind that x, in [0, Total()), falls on, the kinds laid out in name order, so the
+// same draw always picks the same kind.
+func (w Weights) At(x int) string {
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if x < w[k] {
+			return k
+		}
+		x -= w[k]
+	}
+	return ""
+}
+
+// Kind is one kind of operation the generators draw: its weight in each mode's column, what
+// the queue must ship for it, and how it is drawn.
+type Kind struct {
+	Name string
+	// Seq and SeqRT weigh it in the Prop state machines (without and with real time passing);
+	// Prefix and Suffix in a scheduled program's prefix and sessions; RealTime among the kinds
+	// a suffix's "real-time" kind draws.
+	Seq, SeqRT, Prefix, Suffix, RealTime int
+	NeedsLock, NeedsRescue               bool
+	// Draw draws the kind's operations: usually one, or a few that belong together (a timed
+	// claim and the pause to its lease's edge), which a program holds and a shrink removes
+	// together. None: the kind does not apply now.
+	Draw func(d *Draw) []Op
+}
+
+// Kinds is every kind, in the order scheduled layouts lay them out: a new kind goes at the end,
+// so that the inputs saved before it (FuzzScheduled's corpus) draw what they drew.
+//
+// The sequential mix: the seed's hard case (claim, pause past the lease, reclaim, stale
+// completion) needs claims, pauses and completions to dominate; a drain ends most interesting
+// states. Scheduled races are made of claims, transactions held open across other sessions'
+// steps, expiries of jobs just claimed, and completions of older tokens. Real time comes in
+// through claims whose leases end by themselves, pauses to just before or just after a lease's
+// end (alone, or followed by the holder's completion at that edge), plain pauses, and claim
+// transactions that wait before their claim and before their completion. Every pause stops a
+// whole schedule for a tenth of a second or more, where a run without one lasts milliseconds,
+// so pauses are a small part of the real-time share and timed claims, which cost nothing, most
+// of it.
+var Kinds = []*Kind{
+	{Name: "claim", Seq: 4, SeqRT: 4, Prefix: 2, Suffix: 4, Draw: claim},
+	{Name: "complete", Seq: 4, SeqRT: 4, Prefix: 1, Suffix: 4, Draw: complete},
+	{Name: "expire-claimed", Prefix: 2, Suffix: 3, Draw: expireClaimed},
+	{Name: "claim-txn", Seq: 1, Suffix: 3, Draw: func(d *Draw) []Op { return claimTxn(d, false) }},
+	{Name: "lock-txn", Suffix: 2, NeedsLock: true, Draw: lockTxn},
+	{Name: "enqueue-one", Prefix: 1, Suffix: 1, Draw: enqueueOne},
+	{Name: "snapshot", Suffix: 1, Draw: func(d *Draw) []Op { return one(Snapshot{S: d.Worker()}) }},
+	{Name: "real-time", Suffix: 1, Draw: func(d *Draw) []Op { return d.From(RealTime, "real time") }},
+	{Name: "timed-claim", SeqRT: 2, Prefix: 1, RealTime: 40, Draw: timedClaim},
+	{Name: "lease-edge", RealTime: 2, Draw: leaseEdge},
+	{Name: "near", RealTime: 1, Draw: near},
+	{Name: "real-pause", SeqRT: 1, RealTime: 1, Draw: func(d *Draw) []Op { return one(Sleep{D: d.Span("pause", RealPauses)}) }},
+	{Name: "timed-claim-txn", SeqRT: 1, RealTime: 1, Draw: func(d *Draw) []Op { return claimTxn(d, true) }},
+	{Name: "edge-complete", RealTime: 8, Draw: edgeComplete},
+	{Name: "proxy-fault", Suffix: 2, Draw: proxyFault},
+	{Name: "rescue", Seq: 2, SeqRT: 2, Suffix: 2, NeedsRescue: true, Draw: func(d *Draw) []Op { return one(Rescue{S: d.Worker()}) }},
+	{Name: "enqueue", Seq: 3, SeqRT: 3, Draw: func(d *Draw) []Op { return one(Enqueue{N: d.Choose(1, 3, "n")}) }},
+	{Name: "expire", Seq: 1, SeqRT: 1, Draw: expire},
+	{Name: "lock", Seq: 2, SeqRT: 2, NeedsLock: true, Draw: lock},
+	{Name: "release", Seq: 2, SeqRT: 2, NeedsLock: true, Draw: release},
+	{Name: "crash", Seq: 1, SeqRT: 1, Draw: onHolder(func(w string) Op { return Crash{W: w} })},
+	{Name: "drain", Seq: 1, SeqRT: 1, Draw: func(d *Draw) []Op { return one(Drain{S: d.Worker()}) }},
+	{Name: "pause", Seq: 2, SeqRT: 2, Draw: onHolder(func(w string) Op { return Pause{W: w} })},
+	{Name: "fuzz-claim-txn", Draw: fuzzClaimTxn},
+	{Name: "overslept", Seq: 1, SeqRT: 1, Draw: onHolder(func(w string) Op { return Overslept{W: w} })},
+	{Name: "replaced", Seq: 1, SeqRT: 1, Draw: replaced},
+	{Name: "edge-then", SeqRT: 2, Draw: edgeThen},
+}
+
+// FuzzCodes is FuzzQueue's encoding: a step's first byte, modulo their number, is the position
+// of its kind here. New kinds go at the end, which keeps every corpus file written by the
+// encoder (fuzz.Encode) meaning what it meant.
+var FuzzCodes = []string{"enqueue", "claim", "complete", "expire", "lock", "release", "crash", "drain",
+	"pause", "timed-claim", "near", "real-pause", "fuzz-claim-txn"}
+
+// The real-time scales: lease lengths of their own (beside the long lease of a plain claim),
+// margins around a lease's end, pauses, and a claim transaction's waits. All short, so that a
+// run stays fast; the windows the model judges by come from measured clock readings, so short
+// spans cost power on a slow machine, never a false alarm.
+var (
+	TimedLeases = []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second}
+	NearMargins = []time.Duration{10 * time.Millisecond, 40 * time.Millisecond, 120 * time.Millisecond}
+	RealPauses  = []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond}
+	TxnWaits    = []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond}
+	TxnHolds    = []time.Duration{0, 150 * time.Millisecond, 300 * time.Millisecond}
+	// EdgeLeases are the leases a lease-edge claim draws: the shorter timed leases, since the
+	// whole schedule then waits that lease out.
+	EdgeLeases = TimedLeases[:2]
+)
+
+// A scheduled proxy fault is the fault, then the statement it hits, one of ProxyHits; in a
+// claim transaction ("txn": begin, claim, maybe complete, then commit or rollback) the fault
+// comes before the statement drawn, so that a lost COMMIT (the seed's uncertain commit) and a
+// claim lost inside an open transaction (a known rollback) are both drawn. A delay or a stall
+// holds for one of ScheduledHolds.
+var (
+	ProxyHits      = []string{"claim", "complete", "txn", "expire", "enqueue", "snapshot"}
+	ScheduledHolds = []time.Duration{time.Millisecond, 20 * time.Millisecond}
+)
+
+// Stress traffic's mix (weights are relative; Weights lays each out in name order): the lease
+// a worker's claim asks for ("long" is the run's, which outlives it; "timed" one of TimedLeases,
+// which ends by itself); how long a worker holds a job it claimed with a timed lease before what
+// comes next (not at all, until just before or just after that lease's end, or a plain pause);
+// what a worker does with a job it claimed ("keep" holds the token and claims again); what the
+// chaos goroutine does each turn ("rest" does nothing); how the chaos locker's transaction
+// ends; the proxy faults chaos arms, a delay or a stall holding for one of NetFaultHolds.
+//
+// A worker that waits for a lease's end stops for a tenth of a second or more, where a turn
+// without one takes a few milliseconds: those waits are rare, so that they take a small part
+// of a run's time, and timed claims completed at once, which cost nothing, are most of them.
+var (
+	LeaseWeights      = Weights{"long": 96, "timed": 4}
+	TimedHoldWeights  = Weights{"at once": 88, "until before its end": 4, "until after its end": 4, "pause": 4}
+	AfterClaimWeights = Weights{"complete": 85, "crash": 5, "complete older": 7, "keep": 3}
+	ChaosWeights      = Weights{"expire": 450, "lock": 150, "cancel": 20, "terminate": 5, "snapshot": 10, "rest": 365, "net": 20}
+	ReleaseWeights    = Weights{"commit": 40, "rollback": 30, "cancel": 15, "terminate": 15}
+	NetFaultWeights   = Weights{string(faultproxy.DropReply): 4, string(faultproxy.Cut): 2, string(faultproxy.DelayReply): 2, string(faultproxy.Stall): 2}
+	NetFaultHolds     = []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond}
+)
