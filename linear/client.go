@@ -138,7 +138,7 @@ func (c *Client) label() string {
 // session's transaction, another session's expiry may have ended this one's backend, which the
 // connection learns only when used, and a claim of an earlier run may hold it open.
 func (c *Client) fresh(ctx context.Context) error {
-	if !c.in.Queue.TxBound {
+	if !c.in.Queue.Shape().TxBound {
 		return c.ensure(ctx)
 	}
 	if s := c.Session(); s != nil && s.Conn().Ping(ctx) != nil {
@@ -263,7 +263,7 @@ func (c *Client) Land(f *Flight) *model.Violation {
 	// connection gone.
 	dead := !c.Connected()
 	op := Op{Client: c.id, Session: c.label(), Call: f.call, Return: ret}
-	if c.in.Queue.TxBound && r.Err == nil {
+	if c.in.Queue.Shape().TxBound && r.Err == nil {
 		switch {
 		case st.Kind == program.KClaim && r.Out.Found:
 			if c.held == nil {

@@ -46,7 +46,7 @@ var kindOrder = []string{"claim", "complete", "expire", "claim-txn", "lock-txn",
 // are not drawn.
 type capable struct{ lock, rescue bool }
 
-func capabilities(q *sut.Queue) capable { return capable{lock: q.CanLock(), rescue: q.Rescue != ""} }
+func capabilities(q *sut.Queue) capable { return capable{lock: q.CanLock(), rescue: q.CanRescue()} }
 
 // drawn is a drawn scheduled program: a prefix run one operation at a time, then one suffix per
 // session run concurrently under the drawn schedule. A suffix's length is drawn up front and
