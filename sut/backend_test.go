@@ -57,25 +57,17 @@ func (g *sqlInGo) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 }
 
 func (g *sqlInGo) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) {
-	rows, err := c.Query(ctx, g.q.Snapshot)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []model.Row
-	for rows.Next() {
+	rows, _ := c.Query(ctx, g.q.Snapshot) // a failed query's error is the rows'
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.Row, error) {
 		var r model.Row
 		var state string
-		if err := rows.Scan(&r.ID, &state, &r.Generation, &r.LeaseLive); err != nil {
-			return nil, err
-		}
+		err := row.Scan(&r.ID, &state, &r.Generation, &r.LeaseLive)
 		r.State = model.State(state)
 		if g.noGen {
 			r.Generation = 0
 		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, err
+	})
 }
 
 func (g *sqlInGo) Lock(ctx context.Context, c *pgx.Conn, id int64) error {
