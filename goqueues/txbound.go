@@ -19,7 +19,7 @@ import (
 
 func init() {
 	// The lease is the claim's transaction: it outlives any run unless it ends.
-	declared := sut.Declared{TxBound: true, FixedLease: time.Hour}
+	declared := sut.Declared{Shape: model.Shape{TxBound: true}, FixedLease: time.Hour}
 	sut.Register(sut.GoDef{Name: "txbound", Declared: declared, New: func() sut.GoQueue { return &txBound{} }})
 	sut.Register(sut.GoDef{Name: "txbound-commits-early", Declared: declared, Broken: true,
 		New: func() sut.GoQueue { return &txBound{commitsEarly: true} }})

@@ -138,7 +138,7 @@ func (c *Client) label() string {
 // session's transaction, another session's expiry may have ended this one's backend, which the
 // connection learns only when used, and a claim of an earlier run may hold it open.
 func (c *Client) fresh(ctx context.Context) error {
-	if !c.in.Queue.TxBound {
+	if !c.in.Queue.Shape().TxBound {
 		return c.ensure(ctx)
 	}
 	if s := c.Session(); s != nil && s.Conn().Ping(ctx) != nil {
@@ -329,7 +329,7 @@ func (l *landing) Locked(job int64) {
 
 func (l *landing) Claimed(job, gen int64) {
 	c := l.c
-	if !c.in.Queue.TxBound {
+	if !c.in.Queue.Shape().TxBound {
 		return
 	}
 	if c.held == nil {
@@ -341,7 +341,7 @@ func (l *landing) Claimed(job, gen int64) {
 }
 
 func (l *landing) Completed(job int64) {
-	if l.c.in.Queue.TxBound {
+	if l.c.in.Queue.Shape().TxBound {
 		delete(l.c.held, job)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // capabilities is what the queue ships beyond the contract's core: kinds that need a file it
 // lacks are not drawn.
 func capabilities(q *sut.Queue) program.Can {
-	return program.Can{Lock: q.CanLock(), Rescue: q.Rescue != ""}
+	return program.Can{Lock: q.CanLock(), Rescue: q.CanRescue()}
 }
 
 // drawn is a drawn scheduled program: a prefix run one operation at a time, then one suffix per

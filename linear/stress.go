@@ -176,7 +176,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		}
 	}
 	var resc *rescuer
-	if in.Queue.Rescue != "" {
+	if in.Queue.CanRescue() {
 		c, err := dial("rescuer")
 		if err != nil {
 			return nil, err

@@ -17,7 +17,9 @@ import (
 // them, the late completions are refused, snapshots see leases over, and the history, every
 // claim carrying its lease and every statement its window, checks on the seed queue.
 func TestStressRealTime(t *testing.T) {
-	defer func(l, h, c program.Weights) { program.LeaseWeights, program.TimedHoldWeights, program.ChaosWeights = l, h, c }(program.LeaseWeights, program.TimedHoldWeights, program.ChaosWeights)
+	defer func(l, h, c program.Weights) {
+		program.LeaseWeights, program.TimedHoldWeights, program.ChaosWeights = l, h, c
+	}(program.LeaseWeights, program.TimedHoldWeights, program.ChaosWeights)
 	program.LeaseWeights = program.Weights{"timed": 1}
 	program.TimedHoldWeights = program.Weights{"until after its end": 1}
 	program.ChaosWeights = program.Weights{"snapshot": 1, "rest": 9}

@@ -12,7 +12,6 @@ import (
 	"pgqcheck/sut"
 )
 
-
 // draw picks a kind from weights.
 func draw(rng *rand.Rand, w program.Weights) string { return w.At(rng.IntN(w.Total())) }
 

@@ -108,7 +108,7 @@ type World struct {
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
-	w := &World{CanLock: q.CanLock(), CanRescue: q.Rescue != "", TxBound: q.TxBound, FixedLease: q.FixedLease, Lease: LongLease, Clock: &DBClock{}}
+	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, FixedLease: q.FixedLease, Lease: LongLease, Clock: &DBClock{}}
 	if q.FixedLease != 0 {
 		w.Lease = q.FixedLease
 	}

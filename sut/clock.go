@@ -176,3 +176,11 @@ func (s *Session) scan(r result, row int, dst ...any) error {
 	}
 	return nil
 }
+
+// one decodes a statement that returns exactly one row.
+func (s *Session) one(r result, dst ...any) error {
+	if len(r.rows) != 1 {
+		return fmt.Errorf("returned %d rows, want exactly one", len(r.rows))
+	}
+	return s.scan(r, 0, dst...)
+}

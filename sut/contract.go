@@ -18,6 +18,10 @@
 // shape only at the edges: the client translates them (opaque ids to numbers in enqueue order,
 // claim tokens kept per claim, generations counted by the suite where the queue has none), so
 // that the model and every mode keep speaking of (job, generation).
+//
+// A queue written in Go (GoQueue, Register) is judged as a folder is: each kind is a backend
+// that a session runs every operation through, without asking which kind it has, and each
+// declares what the model and the modes must know of it in one value (Declared).
 package sut
 
 import (
@@ -41,53 +45,21 @@ var builtin embed.FS
 // DefaultQueue is the built-in queue used when no folder is given: the seed's.
 const DefaultQueue = "seed"
 
-// Queue is a queue's SQL, loaded and checked for shape, not yet installed anywhere.
+// Queue is a queue, loaded and checked for shape, not yet installed anywhere: a folder of SQL
+// statements (LoadDir, Builtin) or a queue written in Go (Registered).
 type Queue struct {
-	Name   string // folder base name, or the built-in's name
-	Source string // where it came from, for messages: a path or "built-in seed"
-	Order  model.Order
+	Name   string // folder base name, or the built-in's or Go queue's name
+	Source string // where it came from, for messages: a path, "built-in seed" or "registered txbound"
 
+	// The folder's statements; a Go queue has none.
 	Schema, Enqueue, Claim, Complete, Expire, Snapshot string
 	Lock                                               string // "" when the folder has no lock.sql
 	Rescue                                             string // "" when the folder has no rescue.sql
 
 	Declared
 
-	newGo   func() GoQueue // a queue written in Go (see Register); nil for a folder
-	goLocks bool           // its GoQueue is a GoLocker
-}
-
-// Declared is what queue.json says of the queue beyond its claim order. The zero value is the
-// seed's shape.
-type Declared struct {
-	// FixedLease is the lease the queue fixes itself: claim.sql then takes no lease length, and
-	// the model judges every claim by this length (0: each claim asks for its own).
-	FixedLease time.Duration
-	// NoGeneration: the queue keeps no generation counter. claim.sql returns id and then its
-	// token columns, complete.sql takes the id and the token; the suite numbers each job's
-	// claims itself, so fencing is judged on the token and property 3 is not judged.
-	NoGeneration bool
-	// DoneDeleted: a finished job's row is deleted or moved away; snapshot.sql lists live jobs
-	// only, and a job that vanishes after its completion is done.
-	DoneDeleted bool
-	// OpaqueIDs: ids are uuid or text; the suite numbers jobs in enqueue order.
-	OpaqueIDs bool
-	// RescueOnly: a claim never takes a running job whose lease ended; rescue.sql makes such
-	// jobs ready first (a rescuer, sweeper or scheduler).
-	RescueOnly bool
-	// Unfenced: the queue does not promise fencing (an at-least-once queue): stale completions
-	// are measured and reported as not promised, and do not fail the run.
-	Unfenced bool
-	// TxBound: a claim holds a transaction open on the worker's session while the job runs, and
-	// the completion commits inside it; the lease is that transaction, so it ends when the
-	// transaction does, and the job is ready again (a Go queue's form; see GoQueue).
-	TxBound bool
-}
-
-// Shape is the part of the declaration the specification needs.
-func (q *Queue) Shape() model.Shape {
-	return model.Shape{NoGeneration: q.NoGeneration, DoneDeleted: q.DoneDeleted,
-		RescueOnly: q.RescueOnly, Unfenced: q.Unfenced, TxBound: q.TxBound}
+	// open makes the queue's backend for one installed database.
+	open func(*Queue) backend
 }
 
 // Statement names, as files.
@@ -219,7 +191,7 @@ func Variants(root string) ([]*Queue, error) {
 }
 
 func load(fsys fs.FS, name, source string) (*Queue, error) {
-	q := &Queue{Name: name, Source: source, Order: model.LowestID}
+	q := &Queue{Name: name, Source: source, Declared: Declared{Order: model.LowestID}, open: openFolder}
 	for _, f := range []struct {
 		file     string
 		dst      *string
@@ -263,11 +235,12 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 	case err != nil:
 		return nil, &ContractError{source, FileConfig, "cannot be read: " + err.Error()}
 	default:
-		if err := q.declare(b); err != nil {
+		if err := q.Declared.declare(b); err != nil {
 			return nil, &ContractError{source, FileConfig, err.Error()}
 		}
 	}
-	if q.RescueOnly && q.Rescue == "" {
+	q.locks, q.rescues = q.Lock != "", q.Rescue != ""
+	if q.Shape().RescueOnly && !q.CanRescue() {
 		return nil, &ContractError{source, FileRescue, "missing; queue.json declares \"reclaim\": \"rescue\", so the queue needs the step that makes expired jobs ready (" + contractLine(FileRescue) + ")"}
 	}
 	return q, nil
@@ -278,7 +251,7 @@ const configKeys = `"claim_order", "lease", "generation", "done", "ids", "reclai
 
 // declare reads queue.json. Every key is optional; each wrong value is one line that names the
 // values the key takes.
-func (q *Queue) declare(b []byte) error {
+func (d *Declared) declare(b []byte) error {
 	var cfg struct {
 		ClaimOrder string          `json:"claim_order"`
 		Lease      string          `json:"lease"`
@@ -295,37 +268,37 @@ func (q *Queue) declare(b []byte) error {
 	}
 	switch model.Order(cfg.ClaimOrder) {
 	case model.LowestID, model.Any:
-		q.Order = model.Order(cfg.ClaimOrder)
+		d.Order = model.Order(cfg.ClaimOrder)
 	case "":
 	default:
 		return fmt.Errorf("claim_order %q is unknown; use \"lowest-id\" or \"any\"", cfg.ClaimOrder)
 	}
 	if cfg.Lease != "" {
-		d, err := time.ParseDuration(cfg.Lease)
-		if err != nil || d <= 0 {
+		lease, err := time.ParseDuration(cfg.Lease)
+		if err != nil || lease <= 0 {
 			return fmt.Errorf("lease %q is not a positive duration; give the lease the queue fixes itself, as \"30s\" or \"1h\"", cfg.Lease)
 		}
-		q.FixedLease = d
+		d.FixedLease = lease
 	}
-	q.NoGeneration = cfg.Generation != nil && !*cfg.Generation
+	d.Shape.NoGeneration = cfg.Generation != nil && !*cfg.Generation
 	switch cfg.Done {
 	case "", "kept":
 	case "deleted":
-		q.DoneDeleted = true
+		d.Shape.DoneDeleted = true
 	default:
 		return fmt.Errorf("done %q is unknown; use \"kept\" (finished rows stay, in state done) or \"deleted\" (they are deleted or moved away)", cfg.Done)
 	}
 	switch cfg.IDs {
 	case "", "integer":
 	case "opaque":
-		q.OpaqueIDs = true
+		d.OpaqueIDs = true
 	default:
 		return fmt.Errorf("ids %q is unknown; use \"integer\" (ids ascend with enqueue order) or \"opaque\" (uuid or text)", cfg.IDs)
 	}
 	switch cfg.Reclaim {
 	case "", "claim":
 	case "rescue":
-		q.RescueOnly = true
+		d.Shape.RescueOnly = true
 	default:
 		return fmt.Errorf("reclaim %q is unknown; use \"claim\" (claim takes jobs whose lease ended) or \"rescue\" (rescue.sql makes them ready first)", cfg.Reclaim)
 	}
@@ -337,7 +310,7 @@ func (q *Queue) declare(b []byte) error {
 		case p != model.PFencing && !promised:
 			return fmt.Errorf("promises leaves out %s; only fencing may be left out (every other promise is what a queue is)", p)
 		case p == model.PFencing:
-			q.Unfenced = !promised
+			d.Shape.Unfenced = !promised
 		}
 	}
 	return nil
@@ -392,7 +365,7 @@ func contractLine(file string) string {
 
 // Dir is the queue's folder, or "" for a built-in queue or one written in Go.
 func (q *Queue) Dir() string {
-	if strings.HasPrefix(q.Source, "built-in ") || q.IsGo() {
+	if strings.HasPrefix(q.Source, "built-in ") || strings.HasPrefix(q.Source, goSource) {
 		return ""
 	}
 	return q.Source

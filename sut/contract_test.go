@@ -89,7 +89,7 @@ func TestLoadDirAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Order != model.Any || q.Lock != "" || strings.HasSuffix(q.Expire, ";") {
+	if q.Order != model.Any || q.Lock != "" || q.CanLock() || strings.HasSuffix(q.Expire, ";") {
 		t.Fatalf("loaded %+v", q)
 	}
 	q, err = sut.LoadDir(copySeed(t, map[string]string{
@@ -99,9 +99,9 @@ func TestLoadDirAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sut.Declared{FixedLease: time.Hour, NoGeneration: true, DoneDeleted: true, OpaqueIDs: true, RescueOnly: true, Unfenced: true}
-	if q.Declared != want || q.Rescue == "" {
-		t.Fatalf("declared %+v, want %+v", q.Declared, want)
+	want := model.Shape{NoGeneration: true, DoneDeleted: true, RescueOnly: true, Unfenced: true}
+	if q.Shape() != want || q.FixedLease != time.Hour || !q.OpaqueIDs || !q.CanRescue() || !q.CanLock() {
+		t.Fatalf("declared %+v, want shape %+v, a fixed lease of 1h, opaque ids, a rescue step and a locker", q.Declared, want)
 	}
 }
 

@@ -49,10 +49,10 @@ type GoResetter interface{ Reset() }
 
 // GoDef registers a Go queue under a name.
 type GoDef struct {
-	Name  string
-	Order model.Order // "" is lowest-id
-	// Declared is what the queue declares, as queue.json does for a folder. TxBound is the form
-	// only a Go queue takes.
+	Name string
+	// Declared is what the queue declares, as queue.json does for a folder; whether it can lock a
+	// job is read from its GoQueue (GoLocker), and a Go queue has no rescue step. TxBound is the
+	// form only a Go queue takes.
 	Declared Declared
 	// New makes the queue's state for one installed database (a transaction-bound queue keeps
 	// which backend holds which job).
@@ -86,12 +86,18 @@ func Registered(name string) (*Queue, bool) {
 	if !ok {
 		return nil, false
 	}
-	q := &Queue{Name: d.Name, Source: goSource + d.Name, Order: d.Order, Declared: d.Declared, newGo: d.New}
+	return d.queue(), true
+}
+
+// queue is the Go queue d defines, its declaration completed from what its GoQueue implements.
+func (d GoDef) queue() *Queue {
+	q := &Queue{Name: d.Name, Source: goSource + d.Name, Declared: d.Declared,
+		open: func(q *Queue) backend { return &goBackend{q: q, g: d.New()} }}
 	if q.Order == "" {
 		q.Order = model.LowestID
 	}
-	_, q.goLocks = d.New().(GoLocker)
-	return q, true
+	_, q.locks = d.New().(GoLocker)
+	return q
 }
 
 // GoQueues lists the correct Go queues registered, by name (mutants left out).
@@ -140,16 +146,82 @@ func Names() []string {
 	return names
 }
 
-// IsGo reports whether the queue is written in Go.
-func (q *Queue) IsGo() bool { return q.newGo != nil }
+// goBackend is the backend of a queue written in Go: its GoQueue's state in one installed
+// database. Each call runs as Go code on the session's connection between two clock readings
+// (call); the job ids it returns are its own integers, and where it keeps no generation the
+// suite numbers its claims.
+type goBackend struct {
+	q *Queue
+	g GoQueue
+}
 
-// CanLock reports whether the queue can row-lock a job (lock.sql, or a GoLocker).
-func (q *Queue) CanLock() bool { return q.Lock != "" || q.goLocks }
+func (b *goBackend) schema() string { return b.g.Schema() }
 
-// goCall runs one call of a Go queue on the session between two readings of the database
+func (b *goBackend) ready(context.Context, *Installed) error {
+	return nil // its operations are Go code, not statements to prepare
+}
+
+func (b *goBackend) reset() {
+	if r, ok := b.g.(GoResetter); ok {
+		r.Reset()
+	}
+}
+
+func (b *goBackend) enqueue(ctx context.Context, s *Session, payload string) (int64, Clock, error) {
+	var id int64
+	clk, err := b.call(ctx, s, func(c *pgx.Conn) (err error) { id, err = b.g.Enqueue(ctx, c, payload); return err })
+	return id, clk, stmtErr(FileEnqueue, err)
+}
+
+func (b *goBackend) claim(ctx context.Context, s *Session, lease time.Duration) (id, gen int64, ok bool, clk Clock, err error) {
+	if b.q.FixedLease != 0 {
+		lease = b.q.FixedLease
+	}
+	clk, err = b.call(ctx, s, func(c *pgx.Conn) (err error) { id, gen, ok, err = b.g.Claim(ctx, c, lease, s.Worker); return err })
+	if ok && err == nil && b.q.Shape().NoGeneration {
+		gen = s.in.ids.claimed(id)
+	}
+	return id, gen, ok, clk, stmtErr(FileClaim, err)
+}
+
+func (b *goBackend) complete(ctx context.Context, s *Session, id, gen int64) (int64, Clock, error) {
+	var n int64
+	clk, err := b.call(ctx, s, func(c *pgx.Conn) (err error) { n, err = b.g.Complete(ctx, c, id, gen); return err })
+	return n, clk, stmtErr(FileComplete, err)
+}
+
+func (b *goBackend) expire(ctx context.Context, s *Session, id int64) (Clock, error) {
+	clk, err := b.call(ctx, s, func(c *pgx.Conn) error { return b.g.Expire(ctx, c, id) })
+	return clk, stmtErr(FileExpire, err)
+}
+
+func (b *goBackend) rescue(context.Context, *Session) ([]int64, Clock, error) {
+	return nil, Clock{}, lacks(b.q, FileRescue)
+}
+
+func (b *goBackend) snapshot(ctx context.Context, s *Session) ([]model.Row, Clock, error) {
+	var rows []model.Row
+	clk, err := b.call(ctx, s, func(c *pgx.Conn) (err error) { rows, err = b.g.Snapshot(ctx, c); return err })
+	if err == nil && b.q.Shape().NoGeneration {
+		for i := range rows {
+			rows[i].Generation = s.in.ids.generation(rows[i].ID)
+		}
+	}
+	return rows, clk, stmtErr(FileSnapshot, err)
+}
+
+func (b *goBackend) lock(ctx context.Context, s *Session, id int64) error {
+	l, ok := b.g.(GoLocker)
+	if !ok {
+		return lacks(b.q, FileLock)
+	}
+	return stmtErr(FileLock, l.Lock(ctx, s.conn, id))
+}
+
+// call runs one call of the Go queue on the session between two readings of the database
 // clock. A failure that is not the server's answer leaves the call's outcome unknown: the Go
 // code may have sent a statement that took effect.
-func (s *Session) goCall(ctx context.Context, call func(c *pgx.Conn) error) (Clock, error) {
+func (b *goBackend) call(ctx context.Context, s *Session, call func(c *pgx.Conn) error) (Clock, error) {
 	var clk Clock
 	if err := s.conn.QueryRow(ctx, clockSQL).Scan(&clk.From); err != nil {
 		if !isServerError(err) || s.conn.PgConn().TxStatus() != 'E' {

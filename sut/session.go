@@ -112,216 +112,40 @@ func (e *ErrMultipleRows) Violation() *model.Violation {
 
 // Enqueue adds a job with the given JSON payload and returns its id.
 func (s *Session) Enqueue(ctx context.Context, payload string) (int64, Clock, error) {
-	if g := s.in.goq; g != nil {
-		var id int64
-		clk, err := s.goCall(ctx, func(c *pgx.Conn) (err error) { id, err = g.Enqueue(ctx, c, payload); return err })
-		return id, clk, stmtErr(FileEnqueue, err)
-	}
-	r, clk, err := s.timed(ctx, FileEnqueue, s.q.Enqueue, payload)
-	var id int64
-	if err == nil {
-		if len(r.rows) != 1 {
-			err = fmt.Errorf("returned %d rows, want exactly one", len(r.rows))
-		} else {
-			id, err = s.jobID(r, 0, 0)
-		}
-	}
-	return id, clk, stmtErr(FileEnqueue, err)
-}
-
-// jobID decodes the id in column col of a row: the id itself, or, for opaque ids, its number.
-func (s *Session) jobID(r result, row, col int) (int64, error) {
-	if !s.q.OpaqueIDs {
-		var id int64
-		return id, s.scanCol(r, row, col, &id)
-	}
-	var text string
-	if err := s.scanCol(r, row, col, &text); err != nil {
-		return 0, err
-	}
-	return s.in.ids.job(text), nil
-}
-
-// idArg is the value a statement is handed for a job: its id, or its opaque id.
-func (s *Session) idArg(job int64) (any, error) {
-	if !s.q.OpaqueIDs {
-		return job, nil
-	}
-	return s.in.ids.text(job)
-}
-
-// claimArgs are claim.sql's parameters: the lease unless the queue fixes it, then the worker's
-// name if claim.sql takes one.
-func (s *Session) claimArgs(lease time.Duration) []any {
-	var args []any
-	if s.q.FixedLease == 0 {
-		args = append(args, lease)
-	}
-	if s.in.claimWorker {
-		args = append(args, s.Worker)
-	}
-	return args
+	return s.in.be.enqueue(ctx, s, payload)
 }
 
 // Claim asks for a job with the given lease length (ignored where the queue fixes its own). ok is
 // false when the queue returned no row.
 func (s *Session) Claim(ctx context.Context, lease time.Duration) (id, gen int64, ok bool, clk Clock, err error) {
-	if g := s.in.goq; g != nil {
-		if s.q.FixedLease != 0 {
-			lease = s.q.FixedLease
-		}
-		clk, err := s.goCall(ctx, func(c *pgx.Conn) (err error) { id, gen, ok, err = g.Claim(ctx, c, lease, s.Worker); return err })
-		if ok && err == nil && s.q.NoGeneration {
-			gen = s.in.ids.claimed(id)
-		}
-		return id, gen, ok, clk, stmtErr(FileClaim, err)
-	}
-	r, clk, err := s.timed(ctx, FileClaim, s.q.Claim, s.claimArgs(lease)...)
-	if err != nil {
-		return 0, 0, false, clk, stmtErr(FileClaim, err)
-	}
-	got := make([][2]int64, len(r.rows))
-	tokens := make([][]any, len(r.rows))
-	for i := range r.rows {
-		if got[i][0], err = s.jobID(r, i, 0); err != nil {
-			return 0, 0, false, clk, stmtErr(FileClaim, err)
-		}
-		first := 1
-		if s.q.NoGeneration {
-			got[i][1] = s.in.ids.claimed(got[i][0])
-		} else {
-			first = 2
-			if err := s.scanCol(r, i, 1, &got[i][1]); err != nil {
-				return 0, 0, false, clk, stmtErr(FileClaim, err)
-			}
-		}
-		for c := first; c < len(r.fields); c++ {
-			var v any
-			if err := s.scanCol(r, i, c, &v); err != nil {
-				return 0, 0, false, clk, stmtErr(FileClaim, err)
-			}
-			tokens[i] = append(tokens[i], v)
-		}
-		s.in.ids.keep(got[i][0], got[i][1], tokens[i])
-	}
-	switch len(got) {
-	case 0:
-		return 0, 0, false, clk, nil
-	case 1:
-		return got[0][0], got[0][1], true, clk, nil
-	}
-	return 0, 0, false, clk, &ErrMultipleRows{got}
+	return s.in.be.claim(ctx, s, lease)
 }
 
 // Complete presents a claim's token (id, generation, and whatever else the claim returned) and
 // returns how many rows the queue says it completed.
 func (s *Session) Complete(ctx context.Context, id, gen int64) (int64, Clock, error) {
-	if g := s.in.goq; g != nil {
-		var n int64
-		clk, err := s.goCall(ctx, func(c *pgx.Conn) (err error) { n, err = g.Complete(ctx, c, id, gen); return err })
-		return n, clk, stmtErr(FileComplete, err)
-	}
-	arg, err := s.idArg(id)
-	if err != nil {
-		return 0, Clock{}, stmtErr(FileComplete, err)
-	}
-	args := []any{arg}
-	if !s.q.NoGeneration {
-		args = append(args, gen)
-	}
-	args = append(args, s.in.ids.token(id, gen, s.in.tokenCols)...)
-	r, clk, err := s.timed(ctx, FileComplete, s.q.Complete, args...)
-	var n int64
-	if err == nil {
-		err = s.one(r, &n)
-	}
-	return n, clk, stmtErr(FileComplete, err)
+	return s.in.be.complete(ctx, s, id, gen)
 }
 
 // Expire runs the test hook that moves a job's lease into the past.
 func (s *Session) Expire(ctx context.Context, id int64) (Clock, error) {
-	if g := s.in.goq; g != nil {
-		clk, err := s.goCall(ctx, func(c *pgx.Conn) error { return g.Expire(ctx, c, id) })
-		return clk, stmtErr(FileExpire, err)
-	}
-	arg, err := s.idArg(id)
-	if err != nil {
-		return Clock{}, stmtErr(FileExpire, err)
-	}
-	_, clk, err := s.timed(ctx, FileExpire, s.q.Expire, arg)
-	return clk, stmtErr(FileExpire, err)
+	return s.in.be.expire(ctx, s, id)
 }
 
 // Rescue runs the queue's rescue step and returns the jobs it made ready.
 func (s *Session) Rescue(ctx context.Context) ([]int64, Clock, error) {
-	if s.q.Rescue == "" {
-		return nil, Clock{}, fmt.Errorf("queue %s has no rescue.sql", s.q.Source)
-	}
-	r, clk, err := s.timed(ctx, FileRescue, s.q.Rescue)
-	if err != nil {
-		return nil, clk, stmtErr(FileRescue, err)
-	}
-	ids := make([]int64, len(r.rows))
-	for i := range r.rows {
-		if ids[i], err = s.jobID(r, i, 0); err != nil {
-			return nil, clk, stmtErr(FileRescue, err)
-		}
-	}
-	return ids, clk, nil
+	return s.in.be.rescue(ctx, s)
 }
 
-// CanRescue reports whether the queue ships rescue.sql.
-func (s *Session) CanRescue() bool { return s.q.Rescue != "" }
+// CanRescue reports whether the queue has a rescue step.
+func (s *Session) CanRescue() bool { return s.q.CanRescue() }
 
 // Snapshot reads every job (every live job, where done rows are deleted), ordered by job.
 func (s *Session) Snapshot(ctx context.Context) ([]model.Row, Clock, error) {
-	if g := s.in.goq; g != nil {
-		var rows []model.Row
-		clk, err := s.goCall(ctx, func(c *pgx.Conn) (err error) { rows, err = g.Snapshot(ctx, c); return err })
-		if err == nil && s.q.NoGeneration {
-			for i := range rows {
-				rows[i].Generation = s.in.ids.generation(rows[i].ID)
-			}
-		}
-		return rows, clk, stmtErr(FileSnapshot, err)
-	}
-	r, clk, err := s.timed(ctx, FileSnapshot, s.q.Snapshot)
-	if err != nil {
-		return nil, clk, stmtErr(FileSnapshot, err)
-	}
-	out := make([]model.Row, len(r.rows))
-	for i := range r.rows {
-		var state string
-		if out[i].ID, err = s.jobID(r, i, 0); err != nil {
-			return nil, clk, stmtErr(FileSnapshot, err)
-		}
-		col := []any{&state, &out[i].Generation, &out[i].LeaseLive}
-		if s.q.NoGeneration {
-			col = []any{&state, &out[i].LeaseLive}
-			out[i].Generation = s.in.ids.generation(out[i].ID)
-		}
-		for c, d := range col {
-			if err := s.scanCol(r, i, 1+c, d); err != nil {
-				return nil, clk, stmtErr(FileSnapshot, err)
-			}
-		}
-		out[i].State = model.State(state)
-	}
-	if s.q.OpaqueIDs {
-		sortRows(out)
-	}
-	return out, clk, nil
+	return s.in.be.snapshot(ctx, s)
 }
 
-// one decodes a statement that returns exactly one row.
-func (s *Session) one(r result, dst ...any) error {
-	if len(r.rows) != 1 {
-		return fmt.Errorf("returned %d rows, want exactly one", len(r.rows))
-	}
-	return s.scan(r, 0, dst...)
-}
-
-// CanLock reports whether the queue ships lock.sql, without which lockers cannot run.
+// CanLock reports whether the queue can row-lock a job, without which lockers cannot run.
 func (s *Session) CanLock() bool { return s.q.CanLock() }
 
 // Begin, Lock, Commit and Rollback drive a locker: a session that holds a job's row lock in an
@@ -331,24 +155,7 @@ func (s *Session) Begin(ctx context.Context) error {
 	return err
 }
 
-func (s *Session) Lock(ctx context.Context, id int64) error {
-	if l, ok := s.in.goq.(GoLocker); ok {
-		return stmtErr(FileLock, l.Lock(ctx, s.conn, id))
-	}
-	if s.q.Lock == "" {
-		return fmt.Errorf("queue %s has no lock.sql", s.q.Source)
-	}
-	arg, err := s.idArg(id)
-	if err != nil {
-		return stmtErr(FileLock, err)
-	}
-	rows, err := s.conn.Query(ctx, s.q.Lock, arg)
-	if err != nil {
-		return stmtErr(FileLock, err)
-	}
-	rows.Close()
-	return stmtErr(FileLock, rows.Err())
-}
+func (s *Session) Lock(ctx context.Context, id int64) error { return s.in.be.lock(ctx, s, id) }
 
 // Commit ends the transaction; a COMMIT that Postgres turned into a ROLLBACK (the transaction
 // had failed) is an error, since the caller believed its work was kept.

@@ -1,0 +1,222 @@
+package sut_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"pgqcheck/model"
+	"pgqcheck/sut"
+	"pgqcheck/sut/suttest"
+)
+
+// sqlInGo is a queue written in Go that runs a folder's own statements (a folder of integer ids
+// with a generation counter and no worker parameter), so its answers must be the folder's. With
+// noGen it hands back no generation, as a queue declared without one does, and the suite's own
+// claim numbers must stand in for the folder's generations.
+type sqlInGo struct {
+	q      *sut.Queue
+	noGen  bool
+	resets *int
+}
+
+func (g *sqlInGo) Schema() string { return g.q.Schema }
+
+func (g *sqlInGo) Enqueue(ctx context.Context, c *pgx.Conn, payload string) (int64, error) {
+	var id int64
+	err := c.QueryRow(ctx, g.q.Enqueue, payload).Scan(&id)
+	return id, err
+}
+
+func (g *sqlInGo) Claim(ctx context.Context, c *pgx.Conn, lease time.Duration, _ string) (int64, int64, bool, error) {
+	var id, gen int64
+	err := c.QueryRow(ctx, g.q.Claim, lease).Scan(&id, &gen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, false, nil
+	}
+	if g.noGen {
+		gen = 0
+	}
+	return id, gen, err == nil, err
+}
+
+func (g *sqlInGo) Complete(ctx context.Context, c *pgx.Conn, id, gen int64) (int64, error) {
+	var n int64
+	err := c.QueryRow(ctx, g.q.Complete, id, gen).Scan(&n)
+	return n, err
+}
+
+func (g *sqlInGo) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
+	_, err := c.Exec(ctx, g.q.Expire, id)
+	return err
+}
+
+func (g *sqlInGo) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) {
+	rows, _ := c.Query(ctx, g.q.Snapshot) // a failed query's error is the rows'
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.Row, error) {
+		var r model.Row
+		var state string
+		err := row.Scan(&r.ID, &state, &r.Generation, &r.LeaseLive)
+		r.State = model.State(state)
+		if g.noGen {
+			r.Generation = 0
+		}
+		return r, err
+	})
+}
+
+func (g *sqlInGo) Lock(ctx context.Context, c *pgx.Conn, id int64) error {
+	rows, err := c.Query(ctx, g.q.Lock, id)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+func (g *sqlInGo) Reset() { *g.resets++ }
+
+// goTwin is folder q written in Go, and a count of the resets its state was told of.
+func goTwin(q *sut.Queue, noGen bool) (*sut.Queue, *int) {
+	resets := new(int)
+	d := sut.Declared{Order: q.Order, Shape: q.Shape(), FixedLease: q.FixedLease}
+	d.Shape.NoGeneration = noGen
+	return sut.GoQueueOf(sut.GoDef{Name: q.Name + "-in-go", Declared: d,
+		New: func() sut.GoQueue { return &sqlInGo{q: q, noGen: noGen, resets: resets} }}), resets
+}
+
+// seedTranscript is what the seed answers to transcript: a locked job skipped, a claim of each
+// job, a completion accepted once, a stale one refused, an expired lease reclaimed, no job left to
+// claim, no rescue step, and a reset that starts ids and claims again.
+var seedTranscript = []string{
+	"enqueue -> 1 ok", "enqueue -> 2 ok", "enqueue -> 3 ok",
+	"lock 1 -> ok",
+	"claim -> 2 1 true ok",
+	"claim -> 1 1 true ok",
+	"complete 2 1 -> 1 ok", "complete 2 1 -> 0 ok",
+	"expire 1 -> ok",
+	"claim -> 1 2 true ok",
+	"complete 1 1 -> 0 ok",
+	"claim -> 3 1 true ok",
+	"claim -> 0 0 false ok",
+	"snapshot -> [1:running/g2/live 2:done/g1 3:running/g1/live] ok",
+	"rescue -> [] queue QUEUE has no rescue.sql",
+	"enqueue -> 1 ok",
+	"claim -> 1 1 true ok",
+}
+
+// transcript runs one fixed sequence of operations on an installed queue, through sessions as
+// every mode uses them, and writes down each answer. Every window must be known.
+func transcript(t *testing.T, in *sut.Installed) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn := func(name string) *sut.Session {
+		s, err := in.Connect(ctx, name, sut.SessionOptions{LockTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	a, b, l := conn("a"), conn("b"), conn("l")
+	var out []string
+	note := func(clk sut.Clock, err error, format string, args ...any) {
+		t.Helper()
+		if !clk.Known() || clk.To.Before(clk.From) {
+			t.Errorf("%s: window %v is not known", fmt.Sprintf(format, args...), clk)
+		}
+		res := "ok"
+		if err != nil {
+			res = strings.ReplaceAll(err.Error(), in.Queue.Source, "QUEUE")
+		}
+		out = append(out, fmt.Sprintf(format, args...)+" "+res)
+	}
+	enqueue := func() {
+		id, clk, err := a.Enqueue(ctx, `{}`)
+		note(clk, err, "enqueue -> %d", id)
+	}
+	claim := func(s *sut.Session) {
+		id, gen, ok, clk, err := s.Claim(ctx, time.Hour)
+		note(clk, err, "claim -> %d %d %v", id, gen, ok)
+	}
+	complete := func(s *sut.Session, id, gen int64) {
+		n, clk, err := s.Complete(ctx, id, gen)
+		note(clk, err, "complete %d %d -> %d", id, gen, n)
+	}
+	enqueue()
+	enqueue()
+	enqueue()
+	if err := l.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, fmt.Sprintf("lock 1 -> %v", okOr(l.Lock(ctx, 1))))
+	claim(a)
+	if err := l.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claim(b)
+	complete(a, 2, 1)
+	complete(a, 2, 1)
+	clk, err := a.Expire(ctx, 1)
+	note(clk, err, "expire 1 ->")
+	claim(a)
+	complete(b, 1, 1)
+	claim(b)
+	claim(b)
+	rows, clk, err := a.Snapshot(ctx)
+	note(clk, err, "snapshot -> %v", rows)
+	ids, _, err := a.Rescue(ctx)
+	out = append(out, fmt.Sprintf("rescue -> %v %s", ids, strings.ReplaceAll(okOr(err), in.Queue.Source, "QUEUE")))
+	if err := in.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	enqueue()
+	claim(b)
+	return out
+}
+
+func okOr(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return "ok"
+}
+
+// The folder of SQL statements and a Go queue that runs the same statements are two backends of
+// one contract: on the same operations their sessions give the same answers, the Go queue's
+// declaration is the folder's (its locker found in its GoQueue), and its state hears of each
+// reset. Where the Go queue keeps no generation, the suite's claim numbers give the same answers.
+func TestBackendsAnswerAlike(t *testing.T) {
+	for _, name := range sut.Builtins() {
+		t.Run(name, func(t *testing.T) {
+			q := sut.MustBuiltin(name)
+			want := transcript(t, suttest.Install(t, q))
+			if name == sut.DefaultQueue {
+				diffLines(t, "the seed folder", want, seedTranscript)
+			}
+			for _, noGen := range []bool{false, true} {
+				twin, resets := goTwin(q, noGen)
+				if !noGen && twin.Declared != q.Declared {
+					t.Errorf("Go twin declares %+v, the folder %+v", twin.Declared, q.Declared)
+				}
+				got := transcript(t, suttest.Install(t, twin))
+				diffLines(t, fmt.Sprintf("the Go twin (no generation: %v)", noGen), got, want)
+				if *resets != 1 {
+					t.Errorf("Go twin (no generation: %v): its state heard of %d resets, want 1", noGen, *resets)
+				}
+			}
+		})
+	}
+}
+
+func diffLines(t *testing.T, who string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s answered\n\t%s\nwant\n\t%s", who, strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
