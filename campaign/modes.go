@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pgqcheck/linear"
+	"pgqcheck/model"
 	"pgqcheck/sut"
 )
 
@@ -23,7 +24,7 @@ import (
 type Mode interface {
 	Name() string
 	// Properties lists the properties that the mode's rounds check.
-	Properties() []Property
+	Properties() []model.Property
 	// Start prepares one worker's hunter. The database is fresh and the queue installed.
 	Start(ctx context.Context, w *Worker) (Hunter, error)
 }
@@ -107,8 +108,8 @@ func (m sequential) Name() string {
 	return "sequential"
 }
 
-func (sequential) Properties() []Property {
-	return []Property{PClaimOrder, PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PDBTime, PNoErrors}
+func (sequential) Properties() []model.Property {
+	return []model.Property{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PDBTime, model.PNoErrors}
 }
 
 func (m sequential) Start(ctx context.Context, w *Worker) (Hunter, error) {
@@ -162,8 +163,8 @@ type stress struct{}
 
 func (stress) Name() string { return "stress" }
 
-func (stress) Properties() []Property {
-	return []Property{PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PLinearizable, PDBTime, PNoErrors}
+func (stress) Properties() []model.Property {
+	return []model.Property{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors}
 }
 
 // stressRound is how long a round's traffic runs; the drain and the check come on top.
@@ -222,8 +223,8 @@ type scheduled struct{}
 
 func (scheduled) Name() string { return "scheduled" }
 
-func (scheduled) Properties() []Property {
-	return []Property{PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PLinearizable, PDBTime, PNoErrors}
+func (scheduled) Properties() []model.Property {
+	return []model.Property{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors}
 }
 
 func (scheduled) Start(ctx context.Context, w *Worker) (Hunter, error) {
@@ -275,9 +276,9 @@ func (m mixed) Name() string {
 	return strings.Join(names, "+")
 }
 
-func (m mixed) Properties() []Property {
-	seen := map[Property]bool{}
-	var out []Property
+func (m mixed) Properties() []model.Property {
+	seen := map[model.Property]bool{}
+	var out []model.Property
 	for _, one := range m.modes {
 		for _, p := range one.Properties() {
 			if !seen[p] {

@@ -28,31 +28,31 @@ const ReportFormat = 2
 // Report is a campaign's result: where it ran, what it exercised, what held and what failed,
 // and how to replay each failure.
 type Report struct {
-	Format        int         `json:"format"`
-	Tool          string      `json:"tool"`
-	Started       time.Time   `json:"started"`
-	Finished      time.Time   `json:"finished"`
-	ElapsedS      float64     `json:"elapsed_s"`
-	Requested     string      `json:"requested_duration,omitempty"`
-	StopReason    string      `json:"stop_reason"`
-	Interrupted   bool        `json:"interrupted,omitempty"`
-	Backend       string      `json:"backend"`
-	ServerVersion string      `json:"server_version"`
-	Where         string      `json:"where"`
-	Queue         QueueInfo   `json:"queue"`
-	Mode          string      `json:"mode"`
-	Workers       int         `json:"workers"`
-	Seed          uint64      `json:"seed"`
-	ReplayRoot    string      `json:"replay_root"`
-	Checks        int64       `json:"checks"`
-	Ops           int64       `json:"ops"`
-	Histories     int64       `json:"histories"`
-	ShrinkRuns    int64       `json:"shrink_runs"`
-	ChecksPerS    float64     `json:"checks_per_s"`
-	OpsPerS       float64     `json:"ops_per_s"`
-	Counts        Counts      `json:"counts"`
-	Properties    []*PropStat `json:"properties"`
-	Failures      []*Failure  `json:"failures"`
+	Format        int            `json:"format"`
+	Tool          string         `json:"tool"`
+	Started       time.Time      `json:"started"`
+	Finished      time.Time      `json:"finished"`
+	ElapsedS      float64        `json:"elapsed_s"`
+	Requested     string         `json:"requested_duration,omitempty"`
+	StopReason    string         `json:"stop_reason"`
+	Interrupted   bool           `json:"interrupted,omitempty"`
+	Backend       string         `json:"backend"`
+	ServerVersion string         `json:"server_version"`
+	Where         string         `json:"where"`
+	Queue         QueueInfo      `json:"queue"`
+	Mode          string         `json:"mode"`
+	Workers       int            `json:"workers"`
+	Seed          uint64         `json:"seed"`
+	ReplayRoot    string         `json:"replay_root"`
+	Checks        int64          `json:"checks"`
+	Ops           int64          `json:"ops"`
+	Histories     int64          `json:"histories"`
+	ShrinkRuns    int64          `json:"shrink_runs"`
+	ChecksPerS    float64        `json:"checks_per_s"`
+	OpsPerS       float64        `json:"ops_per_s"`
+	Counts        program.Counts `json:"counts"`
+	Properties    []*PropStat    `json:"properties"`
+	Failures      []*Failure     `json:"failures"`
 	// NotPromised is the first thing the queue was seen doing that it does not promise, with
 	// its reduced program (sequential mode) or the job's history (concurrent modes).
 	NotPromised   *Failure     `json:"not_promised,omitempty"`
@@ -95,12 +95,12 @@ type QueueInfo struct {
 
 // PropStat is one property's outcome in a run.
 type PropStat struct {
-	Number      Property `json:"number"`
-	Name        string   `json:"name"`
-	Status      string   `json:"status"` // held, violated, not checked; for 10: flat, GROWS
-	Failures    int      `json:"failures"`
-	Exercised   int64    `json:"exercised"`
-	ExercisedBy string   `json:"exercised_by"`
+	Number      model.Property `json:"number"`
+	Name        string         `json:"name"`
+	Status      string         `json:"status"` // held, violated, not checked; for 10: flat, GROWS
+	Failures    int            `json:"failures"`
+	Exercised   int64          `json:"exercised"`
+	ExercisedBy string         `json:"exercised_by"`
 }
 
 // Property statuses.
@@ -120,17 +120,17 @@ const (
 // Failure is one violation found, with what shows and replays it. Property is the typed value
 // the engine detected; the JSON keeps its number.
 type Failure struct {
-	Property     Property `json:"property"`
-	PropertyName string   `json:"property_name"`
-	Verdict      string   `json:"verdict"`           // one line, "property N (name): what happened"
-	Program      string   `json:"program,omitempty"` // the .ops program that replays it
-	Trace        string   `json:"trace,omitempty"`   // the program as it ran, with the queue's answers
-	Model        string   `json:"model,omitempty"`   // what the model held when it stopped
-	Mode         string   `json:"mode"`
-	Worker       int      `json:"worker"`
-	Round        int      `json:"round"`
-	Seed         uint64   `json:"seed,omitempty"` // the round's seed (rapid.seed of its search; stress mode's seed)
-	FoundAfterS  float64  `json:"found_after_s"`  // since the campaign started
+	Property     model.Property `json:"property"`
+	PropertyName string         `json:"property_name"`
+	Verdict      string         `json:"verdict"`           // one line, "property N (name): what happened"
+	Program      string         `json:"program,omitempty"` // the .ops program that replays it
+	Trace        string         `json:"trace,omitempty"`   // the program as it ran, with the queue's answers
+	Model        string         `json:"model,omitempty"`   // what the model held when it stopped
+	Mode         string         `json:"mode"`
+	Worker       int            `json:"worker"`
+	Round        int            `json:"round"`
+	Seed         uint64         `json:"seed,omitempty"` // the round's seed (rapid.seed of its search; stress mode's seed)
+	FoundAfterS  float64        `json:"found_after_s"`  // since the campaign started
 	// ProgramFile is the saved .ops program (TestPropPrograms replays it); FuzzFile, a scheduled
 	// failure's FuzzScheduled corpus entry; ReplayFile, a stress failure's saved history.
 	// ReplayCommand is the one `pgqcheck replay` (or, for a history, `go test`) line.
@@ -145,16 +145,16 @@ type Failure struct {
 	Known          bool    `json:"known,omitempty"`      // a case saved earlier that still fails
 	Flaky          bool    `json:"flaky,omitempty"`      // the failing run did not fail again when replayed
 
-	foundAt time.Time // when the first failing run ended
-	finding *Finding  // the engine's finding, in this process
+	foundAt time.Time        // when the first failing run ended
+	finding *program.Finding // the engine's finding, in this process
 }
 
 // Finding is the engine's finding behind a failure found in this process (nil for one read
 // back from a report).
-func (f *Failure) Finding() *Finding { return f.finding }
+func (f *Failure) Finding() *program.Finding { return f.finding }
 
 // newFailure records a finding of a mode's round.
-func newFailure(f *Finding, mode string, worker, round int, seed uint64) *Failure {
+func newFailure(f *program.Finding, mode string, worker, round int, seed uint64) *Failure {
 	p := f.Property()
 	prog := ""
 	if f.Program != nil {
@@ -167,34 +167,34 @@ func newFailure(f *Finding, mode string, worker, round int, seed uint64) *Failur
 // allProperties are the design's properties, in order. 10 (claim cost) is a measurement, made
 // after the campaign: it flags a claim whose cost grows with done rows, and is reported, not
 // counted as a violation (timings on shared machines are not verdicts).
-var allProperties = []Property{PClaimOrder, PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked,
-	PRecovery, PLinearizable, PDBTime, PNoErrors, PClaimCost}
+var allProperties = []model.Property{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked,
+	model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors, model.PClaimCost}
 
 // exercised says how often a run gave a property something to check.
-func exercised(p Property, r *Report) (int64, string) {
+func exercised(p model.Property, r *Report) (int64, string) {
 	c := r.Counts
 	switch p {
-	case PClaimOrder, PExclusion, PGenerations:
+	case model.PClaimOrder, model.PExclusion, model.PGenerations:
 		return c.Claims, "claims that returned a job"
-	case PFencing:
+	case model.PFencing:
 		return c.Completions + c.RejectedCompletions, fmt.Sprintf("completions (%d refused, %d with an older token)", c.RejectedCompletions, c.StaleTokenCompletion)
-	case PDoneOnce:
+	case model.PDoneOnce:
 		return c.Completions + c.DrainedJobs, fmt.Sprintf("jobs completed (%d by drains)", c.DrainedJobs)
-	case PSkipLocked:
+	case model.PSkipLocked:
 		return c.Locks, fmt.Sprintf("row locks held by lockers (%d released, %d cancelled, %d terminated)", c.Releases, c.Cancels, c.Terminates)
-	case PRecovery:
+	case model.PRecovery:
 		return c.Expiries + c.Pauses + c.Drains, fmt.Sprintf("expiries, pauses past a lease and drains (%d jobs drained, %d empty claims)", c.DrainedJobs, c.EmptyClaims)
-	case PLinearizable:
+	case model.PLinearizable:
 		return r.Histories, "concurrent histories checked"
-	case PDBTime, PNoErrors:
+	case model.PDBTime, model.PNoErrors:
 		return r.Ops, "operations run and checked"
 	}
 	return 0, "measured by a separate benchmark, not by run"
 }
 
 // fillProperties computes each property's status from the failures and the modes' coverage.
-func (r *Report) fillProperties(checked []Property) {
-	on := map[Property]bool{}
+func (r *Report) fillProperties(checked []model.Property) {
+	on := map[model.Property]bool{}
 	for _, p := range checked {
 		on[p] = true
 	}
@@ -226,7 +226,7 @@ func (r *Report) fillProperties(checked []Property) {
 func (r *Report) setClaimCost(c *plan.Report) {
 	r.ClaimCost = c
 	for _, ps := range r.Properties {
-		if ps.Number != PClaimCost || !c.Measurable {
+		if ps.Number != model.PClaimCost || !c.Measurable {
 			continue
 		}
 		ps.Status, ps.Exercised, ps.ExercisedBy = StatusFlat, int64(len(c.Rows)), "states measured with EXPLAIN (ANALYZE, BUFFERS)"
@@ -329,7 +329,7 @@ func (r *Report) Summary(w io.Writer) {
 			p("    model now: %s", f.Model)
 		}
 		if f.ReportDir != "" {
-			p("    report: %s (%s, %s, %s)", f.ReportDir, reportTimeline, linear.ReportMeasures, reportVerdict)
+			p("    report: %s (%s, %s, %s)", f.ReportDir, linear.ReportTimeline, linear.ReportMeasures, linear.ReportVerdict)
 		}
 		if f.ProgramFile != "" {
 			p("    program: %s", f.ProgramFile)
@@ -366,7 +366,7 @@ func (r *Report) Summary(w io.Writer) {
 // Write saves the report as DIR/run-<queue>-<start>.json with its summary next to it (.txt),
 // and returns the JSON's path.
 func (r *Report) Write(dir string) (string, error) {
-	base := filepath.Join(dir, fmt.Sprintf("run-%s-%s", safeName(r.Queue.Name), r.Started.Format("20060102-150405")))
+	base := filepath.Join(dir, fmt.Sprintf("run-%s-%s", program.SafeName(r.Queue.Name), r.Started.Format("20060102-150405")))
 	if st := r.Stress; st != nil && st.Page != "" {
 		// The page sits beside the report, where the next campaign's rounds do not rewrite it.
 		// A campaign run without a report folder has removed the round's folder by now.
@@ -436,7 +436,7 @@ func ReadReport(path string) (*Report, error) {
 func Merge(paths []string, rs []*Report) (*Report, error) {
 	m := &Report{Format: ReportFormat, Tool: rs[0].Tool, Queue: rs[0].Queue, Mode: rs[0].Mode, Seed: rs[0].Seed, ReplayRoot: rs[0].ReplayRoot}
 	var backends, versions, wheres, reasons []string
-	checked := map[Property]bool{}
+	checked := map[model.Property]bool{}
 	for i, r := range rs {
 		if r.Queue.Name != m.Queue.Name {
 			return nil, fmt.Errorf("%s judged queue %s but %s judged %s; merge shards of one queue", paths[i], r.Queue.Name, paths[0], m.Queue.Name)
@@ -497,7 +497,7 @@ func Merge(paths []string, rs []*Report) (*Report, error) {
 	}
 	m.Backend, m.ServerVersion, m.Where = strings.Join(backends, ", "), strings.Join(versions, ", "), strings.Join(wheres, "; ")
 	m.StopReason = strings.Join(reasons, "; ")
-	var on []Property
+	var on []model.Property
 	for p := range checked {
 		on = append(on, p)
 	}

@@ -12,8 +12,18 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/internal/textfmt"
+	"pgqcheck/corpus"
+	"pgqcheck/fuzz"
+	"pgqcheck/linear"
+	"pgqcheck/program"
 	"pgqcheck/sut"
+)
+
+// Where cases are kept, relative to the module root: saved programs (where TestPropPrograms
+// replays them) and FuzzScheduled's corpus.
+var (
+	foundDir         = filepath.Join(corpus.Dir, "found")
+	fuzzScheduledDir = filepath.Join("fuzz", fuzz.ScheduledCorpusDir)
 )
 
 // Saver puts replayable cases where plain `go test` (and `pgqcheck replay`) finds them. A case
@@ -44,11 +54,11 @@ func (s *Saver) savedPrograms() []string {
 // keepProgram saves a finding's program under testdata/programs/found, where TestPropPrograms
 // replays it on every `go test`, and a campaign's start replays it on the queue it judges. The
 // header's mode says which engine replays it.
-func (s *Saver) keepProgram(fl *Failure, f *Finding, q *sut.Queue) error {
+func (s *Saver) keepProgram(fl *Failure, f *program.Finding, q *sut.Queue) error {
 	if !s.keeps() || f.Program == nil {
 		return nil
 	}
-	path, _, err := saveProgram(s.Root, f, "pgqcheck run")
+	path, _, err := corpus.Save(s.Root, f, "pgqcheck run")
 	if err != nil {
 		return fmt.Errorf("saving the reduced program: %v", unwrapPath(err))
 	}
@@ -75,12 +85,12 @@ func (s *Saver) keepFuzzInput(fl *Failure, data []byte, q *sut.Queue) error {
 	}
 	dir := filepath.Join(s.Root, fuzzScheduledDir)
 	sum := sha256.Sum256(data)
-	name := "found-" + safeName(q.Name) + "-" + hex.EncodeToString(sum[:6])
+	name := "found-" + program.SafeName(q.Name) + "-" + hex.EncodeToString(sum[:6])
 	path := filepath.Join(dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving the fuzz input: %v", unwrapPath(err))
 	}
-	if err := os.WriteFile(path, fuzzInputFile(data), 0o644); err != nil {
+	if err := os.WriteFile(path, linear.FuzzInputFile(data), 0o644); err != nil {
 		return fmt.Errorf("saving the fuzz input: %v", unwrapPath(err))
 	}
 	fl.FuzzFile = path
@@ -91,11 +101,11 @@ func (s *Saver) keepFuzzInput(fl *Failure, data []byte, q *sut.Queue) error {
 
 // keepHistory saves a stress failure's history under testdata/histories, marked with the
 // property it breaks, where TestLinearHistories re-checks it on every `go test`.
-func (s *Saver) keepHistory(fl *Failure, f *Finding, q *sut.Queue) error {
+func (s *Saver) keepHistory(fl *Failure, f *program.Finding, q *sut.Queue) error {
 	if !s.keeps() || f.ReportDir == "" {
 		return nil
 	}
-	name := "found-" + safeName(q.Name) + "-stress-" + time.Now().UTC().Format("20060102T150405")
+	name := "found-" + program.SafeName(q.Name) + "-stress-" + time.Now().UTC().Format("20060102T150405")
 	dst := filepath.Join(s.Root, "testdata", "histories", name+".json")
 	if err := saveFailingHistory(f.ReportDir, dst, f.Property()); err != nil {
 		return fmt.Errorf("saving the history as %s: %v", dst, unwrapPath(err))
@@ -167,6 +177,3 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
-
-// oneLine folds text onto one line, for errors that must print as one.
-var oneLine = textfmt.OneLine
