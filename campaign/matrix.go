@@ -164,7 +164,7 @@ func PrintMatrix(w io.Writer, rows []MatrixRow, doneRows int) {
 			fmt.Fprintf(w, "| %s (%s) | error: %s |\n", r.Server, r.Version, r.Err)
 			continue
 		}
-		cells := []string{fmt.Sprintf("PostgreSQL %s (%s)", firstWord(r.Version), r.Server), r.Walkthrough}
+		cells := []string{fmt.Sprintf("PostgreSQL %s (%s)", textfmt.FirstWord(r.Version), r.Server), r.Walkthrough}
 		cells = append(cells, r.Verdicts...)
 		var waits []string
 		for i, n := range r.Waits {

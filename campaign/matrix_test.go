@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
@@ -45,7 +46,7 @@ func TestMatrixLocal(t *testing.T) {
 	}
 	var table strings.Builder
 	PrintMatrix(&table, rows, 1000)
-	for _, want := range []string{"| server | walkthrough |", "PostgreSQL " + firstWord(r.Version) + " (local) | held | held", "3 of 3"} {
+	for _, want := range []string{"| server | walkthrough |", "PostgreSQL " + textfmt.FirstWord(r.Version) + " (local) | held | held", "3 of 3"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, table.String())
 		}

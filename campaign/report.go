@@ -251,7 +251,7 @@ func (r *Report) decideVerdict() {
 // Summary writes the short human summary of a report.
 func (r *Report) Summary(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	p("pgqcheck run: queue %s (%s), %s backend, PostgreSQL %s", r.Queue.Name, r.Queue.Source, r.Backend, firstWord(r.ServerVersion))
+	p("pgqcheck run: queue %s (%s), %s backend, PostgreSQL %s", r.Queue.Name, r.Queue.Source, r.Backend, textfmt.FirstWord(r.ServerVersion))
 	if len(r.Shards) > 0 {
 		p("  merged from %d shard reports: %s", len(r.Shards), strings.Join(r.Shards, ", "))
 	}
@@ -517,13 +517,6 @@ func appendNew(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
-}
-
-func firstWord(s string) string {
-	if f := strings.Fields(s); len(f) > 0 {
-		return f[0]
-	}
-	return s
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
