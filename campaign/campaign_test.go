@@ -29,16 +29,6 @@ func server(t *testing.T) *pgserver.Server {
 	return srv
 }
 
-func moduleDir(t *testing.T, rel string) string {
-	t.Helper()
-	wd, _ := os.Getwd()
-	root, ok := ModuleRoot(wd)
-	if !ok {
-		t.Fatal("not inside the pgqcheck module")
-	}
-	return filepath.Join(root, rel)
-}
-
 func mode(t *testing.T, spec string) Mode {
 	t.Helper()
 	m, err := LookupModes(spec)
@@ -53,7 +43,7 @@ func mode(t *testing.T, spec string) Mode {
 func copyMutant(t *testing.T, name string) (root string, q *sut.Queue) {
 	t.Helper()
 	root = t.TempDir()
-	src := moduleDir(t, filepath.Join("testdata", "mutants", name))
+	src := suttest.ModuleDir(t, filepath.Join("testdata", "mutants", name))
 	dst := filepath.Join(root, "testdata", "mutants", name)
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
@@ -321,7 +311,7 @@ func TestReportRoundTrip(t *testing.T) {
 func TestKillTable(t *testing.T) {
 	suttest.SelfCheck(t, "./campaign")
 	t.Parallel()
-	all, err := mutant.Load(moduleDir(t, "testdata/mutants"))
+	all, err := mutant.Load(suttest.ModuleDir(t, "testdata/mutants"))
 	if err != nil {
 		t.Fatal(err)
 	}

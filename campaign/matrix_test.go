@@ -19,7 +19,7 @@ import (
 func TestMatrixLocal(t *testing.T) {
 	suttest.SelfCheck(t, "./campaign")
 	t.Parallel()
-	ms, err := mutant.Load(moduleDir(t, "testdata/mutants"))
+	ms, err := mutant.Load(suttest.ModuleDir(t, "testdata/mutants"))
 	if err != nil {
 		t.Fatal(err)
 	}

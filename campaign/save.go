@@ -147,26 +147,6 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// ModuleRoot finds the pgqcheck module's root at or above dir: replayable cases go under its
-// testdata/, where `go test` in that folder looks for them.
-func ModuleRoot(dir string) (string, bool) {
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(l); len(f) == 2 && f[0] == "module" && f[1] == "pgqcheck" {
-					return dir, true
-				}
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-}
-
 // PathCause is a file-system error without the path and operation (the message names them).
 func PathCause(err error) error { return unwrapPath(err) }
 

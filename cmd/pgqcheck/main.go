@@ -342,15 +342,6 @@ func writableFile(cmd, flagName, path string) (string, error) {
 
 var writableDir, unwrapPath = campaign.WritableDir, campaign.PathCause
 
-// moduleRoot finds the pgqcheck module's root above the working directory.
-func moduleRoot() (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	return campaign.ModuleRoot(dir)
-}
-
 // positive rejects zero and negative durations.
 func positive(cmd, flagName string, d time.Duration) error {
 	if d <= 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pgqcheck/campaign"
+	"pgqcheck/internal/modroot"
 )
 
 const matrixDetails = `For each server (--servers: docker images, or "local" for this machine's binaries), in turn:
@@ -36,7 +37,7 @@ func runMatrix(c *cli, args []string) error {
 		return err
 	}
 	mdir := filepath.Join("testdata", "mutants")
-	if root, ok := moduleRoot(); ok {
+	if root, ok := modroot.Here(); ok {
 		mdir = filepath.Join(root, mdir)
 	}
 	ms, err := campaign.SelectMutants(mdir, "")

@@ -4,11 +4,11 @@ package suttest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"pgqcheck/internal/modroot"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 )
@@ -67,33 +67,21 @@ func Queues(tb testing.TB) []*sut.Queue {
 	if os.Getenv(sut.EnvSQLDir) != "" {
 		return qs
 	}
-	root, err := ModuleRoot()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	vs, err := sut.Variants(root)
+	vs, err := sut.Variants(ModuleDir(tb, ""))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return append(append(qs, vs...), sut.GoQueues()...)
 }
 
-// ModuleRoot is the folder holding go.mod, above the test's working directory.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
+// ModuleDir is rel inside the pgqcheck module that holds the test's working directory.
+func ModuleDir(tb testing.TB, rel string) string {
+	tb.Helper()
+	root, ok := modroot.Here()
+	if !ok {
+		tb.Fatal("pgqcheck: not inside the pgqcheck module")
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("pgqcheck: no go.mod above the test's folder")
-		}
-		dir = parent
-	}
+	return filepath.Join(root, rel)
 }
 
 // SelfCheck skips a test of the suite's own power (its mutants caught, its corpus catching
