@@ -7,7 +7,6 @@ package campaign
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"pgqcheck/corpus"
 	"pgqcheck/fuzz"
+	"pgqcheck/internal/testflags"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear"
 	"pgqcheck/model"
@@ -41,16 +41,13 @@ type rapidSettings struct {
 	ShrinkTime time.Duration
 }
 
+// setRapid sets one of rapid's flags, which rapid registers when it is linked in.
 func setRapid(name, value string) (restore func()) {
-	f := flag.Lookup(name)
-	if f == nil {
-		panic("rapid flag " + name + " is not registered")
-	}
-	old := f.Value.String()
-	if err := f.Value.Set(value); err != nil {
+	restore, err := testflags.Set(name, value)
+	if err != nil {
 		panic(err)
 	}
-	return func() { _ = f.Value.Set(old) }
+	return restore
 }
 
 // searchStats is what the property wrapper counted.
