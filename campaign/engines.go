@@ -170,24 +170,10 @@ func (e *seqEngine) Reset(ctx context.Context) error { return e.env.Reset(ctx) }
 // an error is the harness failing, or a failure that does not reproduce.
 func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) (*program.Finding, searchStats, error) {
 	env := e.env
-	var firstOps []program.Op
-	var first *program.Finding
+	search := program.NewSeqSearch(env, e.realTime)
 	_, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
-		completed := false
-		defer func() {
-			// A run that did not complete failed: keep the first such run, in case rapid's
-			// replay of its shrunk case does not fail again.
-			if !completed && !failed() && firstOps == nil {
-				firstOps, first = env.Executed(), program.Unreduced(env)
-			}
-		}()
-		program.BeginRun(ctx, t, env)
-		actions := program.StateMachine(ctx, env, e.realTime)
-		for key, action := range actions {
-			if key == "" {
-				continue
-			}
-			actions[key] = func(t *rapid.T) {
+		search.Run(ctx, t, func(action func(*rapid.T)) func(*rapid.T) {
+			return func(t *rapid.T) {
 				n := len(env.Trace)
 				env.Counts = program.Counts{}
 				defer func() {
@@ -197,9 +183,7 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 				}()
 				action(t)
 			}
-		}
-		t.Repeat(actions)
-		completed = true
+		})
 	})
 	if len(env.NotPromised) > 0 && !tally.hasNotPromised() {
 		np := program.ReduceNotPromised(ctx, env, env.NotPromised[0], e.reduce)
@@ -209,28 +193,13 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 	if !st.Failed {
 		return nil, st, nil
 	}
-	f := program.FindingOf(ctx, env, e.reduce)
-	if (f == nil || f.Flaky) && firstOps != nil {
-		// rapid's replay of its shrunk case passed: reduce the first failing run instead.
-		_ = program.Replay(ctx, env, firstOps)
-		if g := program.FindingOf(ctx, env, e.reduce); g != nil {
-			f = g
-			f.Flaky = true
-		}
-	}
+	f := search.Finding(ctx, e.reduce)
 	switch {
-	case f == nil && first != nil:
-		// No replay failed again (real time: a check that landed at a lease's edge by the
-		// run's own timing). What the first run saw is still a broken promise: the model
-		// judges only by measured windows, so it is kept, marked as not reproduced.
-		f = first
-		f.Flaky = true
 	case f == nil && program.IsHarness(env.Last):
 		return nil, st, env.Last
 	case f == nil:
 		return nil, st, errNotReproduced
 	}
-	f.Checks = st.Checks
 	if st.Flaky {
 		f.Flaky = true
 	}
