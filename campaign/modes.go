@@ -11,6 +11,7 @@ import (
 
 	"pgqcheck/linear"
 	"pgqcheck/model"
+	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
@@ -109,7 +110,7 @@ func (m sequential) Name() string {
 }
 
 func (sequential) Properties() []model.Property {
-	return []model.Property{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PDBTime, model.PNoErrors}
+	return program.SequentialProperties
 }
 
 func (m sequential) Start(ctx context.Context, w *Worker) (Hunter, error) {
@@ -164,7 +165,7 @@ type stress struct{}
 func (stress) Name() string { return "stress" }
 
 func (stress) Properties() []model.Property {
-	return []model.Property{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors}
+	return program.ConcurrentProperties
 }
 
 // stressRound is how long a round's traffic runs; the drain and the check come on top.
@@ -224,7 +225,7 @@ type scheduled struct{}
 func (scheduled) Name() string { return "scheduled" }
 
 func (scheduled) Properties() []model.Property {
-	return []model.Property{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors}
+	return program.ConcurrentProperties
 }
 
 func (scheduled) Start(ctx context.Context, w *Worker) (Hunter, error) {
