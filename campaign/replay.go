@@ -159,7 +159,7 @@ func ReplayHistory(path, htmlOut string) (*Replayed, error) {
 
 // Print writes the verdict and the program with the queue's answers.
 func (r *Replayed) Print(w io.Writer) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p := lines(w)
 	p("replay: %s (%s)", r.File, r.Kind)
 	if h := r.History; h != nil {
 		p("%s", h.Text)

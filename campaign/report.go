@@ -248,9 +248,38 @@ func (r *Report) decideVerdict() {
 	}
 }
 
-// Summary writes the short human summary of a report.
+// Summary writes the short human summary of a report: the run and what it exercised, the
+// properties, what it measured, each failure, and the verdict.
 func (r *Report) Summary(w io.Writer) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p := lines(w)
+	r.summaryRun(p)
+	r.summaryProperties(p)
+	r.summaryMeasured(p)
+	for i, f := range r.Failures {
+		f.summary(p, i+1)
+	}
+	for _, e := range r.HarnessErrors {
+		p("  harness error: %s", e)
+	}
+	r.summaryVerdict(p)
+}
+
+// printer writes one line of a summary.
+type printer func(format string, args ...any)
+
+func lines(w io.Writer) printer {
+	return func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+}
+
+// indented writes each line of text four blanks in.
+func (p printer) indented(text string) {
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		p("    %s", l)
+	}
+}
+
+// summaryRun is where the run ran, how long, and what it exercised.
+func (r *Report) summaryRun(p printer) {
 	p("pgqcheck run: queue %s (%s), %s backend, PostgreSQL %s", r.Queue.Name, r.Queue.Source, r.Backend, textfmt.FirstWord(r.ServerVersion))
 	if len(r.Shards) > 0 {
 		p("  merged from %d shard reports: %s", len(r.Shards), strings.Join(r.Shards, ", "))
@@ -271,6 +300,10 @@ func (r *Report) Summary(w io.Writer) {
 	if c.ClaimWaits > 0 {
 		p("  observed: %s claim(s) waited behind a row lock the stress chaos injected (exempt as an injected fault; Prop and scheduled mode judge skip-don't-wait strictly)", num(c.ClaimWaits))
 	}
+}
+
+// summaryProperties is the properties table: status, number, name, what exercised each.
+func (r *Report) summaryProperties(p printer) {
 	p("  properties:")
 	for _, ps := range r.Properties {
 		extra := ""
@@ -279,19 +312,20 @@ func (r *Report) Summary(w io.Writer) {
 		}
 		p("    %-12s %2d %-22s %s %s%s", ps.Status, int(ps.Number), ps.Name, num(ps.Exercised), ps.ExercisedBy, extra)
 	}
+}
+
+// summaryMeasured is what the run saw besides failures: the first thing the queue did that it
+// does not promise, the latest stress round's measures, the claim cost.
+func (r *Report) summaryMeasured(p printer) {
 	if f := r.NotPromised; f != nil {
 		p("  not promised, first seen (%s mode, worker %d): %s", f.Mode, f.Worker, f.Verdict)
 		if f.Trace != "" {
-			for _, l := range strings.Split(strings.TrimRight(f.Trace, "\n"), "\n") {
-				p("    %s", l)
-			}
+			p.indented(f.Trace)
 		}
 	}
 	if st := r.Stress; st != nil && st.Measures != nil {
 		p("  latest stress round (worker %d, round %d, seed %d):", st.Worker, st.Round, st.Seed)
-		for _, l := range strings.Split(strings.TrimRight(st.Measures.Summary(), "\n"), "\n") {
-			p("    %s", l)
-		}
+		p.indented(st.Measures.Summary())
 		if st.Page != "" {
 			p("    measures page: %s", st.Page)
 		}
@@ -299,56 +333,55 @@ func (r *Report) Summary(w io.Writer) {
 	if c := r.ClaimCost; c != nil {
 		p("  claim cost: %s", c.Verdict)
 		if c.Measurable {
-			for _, l := range strings.Split(strings.TrimRight(c.Summary(), "\n"), "\n") {
-				p("    %s", l)
-			}
+			p.indented(c.Summary())
 		}
 	}
-	for i, f := range r.Failures {
-		tag := ""
-		if f.Known {
-			tag = " (a saved case that still fails)"
-		}
-		if f.Flaky {
-			tag += " (flaky: it did not fail again when replayed)"
-		}
-		p("  failure %d%s, %s mode, worker %d after %s (shrunk in %s): %s", i+1, tag, f.Mode, f.Worker,
-			Round(seconds(f.FoundAfterS)), Round(seconds(f.ShrinkS)), f.Verdict)
-		if f.Trace != "" {
-			switch f.Mode {
-			case "sequential":
-				p("    program (queue's answers):")
-			case "stress":
-				p("    the failing job's longest legal order, then the operation that cannot come next:")
-			} // a scheduled trace heads its own parts: prefix, concurrent, interleaving
-			for _, l := range strings.Split(strings.TrimRight(f.Trace, "\n"), "\n") {
-				p("    %s", l)
-			}
-		}
-		if f.Model != "" {
-			p("    model now: %s", f.Model)
-		}
-		if f.ReportDir != "" {
-			p("    report: %s (%s, %s, %s)", f.ReportDir, linear.ReportTimeline, linear.ReportMeasures, linear.ReportVerdict)
-		}
-		if f.ProgramFile != "" {
-			p("    program: %s", f.ProgramFile)
-			p("    go test: %s", f.ProgramCommand)
-		}
-		if f.FuzzFile != "" {
-			p("    fuzz input: %s", f.FuzzFile)
-			p("    go test:    %s", f.FuzzCommand)
-		}
-		if f.ReplayFile != "" {
-			p("    saved:  %s", f.ReplayFile)
-		}
-		if f.ReplayCommand != "" {
-			p("    replay: %s", f.ReplayCommand)
-		}
+}
+
+// summary is failure number n: how it was found, its trace and where its case is kept.
+func (f *Failure) summary(p printer, n int) {
+	tag := ""
+	if f.Known {
+		tag = " (a saved case that still fails)"
 	}
-	for _, e := range r.HarnessErrors {
-		p("  harness error: %s", e)
+	if f.Flaky {
+		tag += " (flaky: it did not fail again when replayed)"
 	}
+	p("  failure %d%s, %s mode, worker %d after %s (shrunk in %s): %s", n, tag, f.Mode, f.Worker,
+		Round(seconds(f.FoundAfterS)), Round(seconds(f.ShrinkS)), f.Verdict)
+	if f.Trace != "" {
+		switch f.Mode {
+		case "sequential":
+			p("    program (queue's answers):")
+		case "stress":
+			p("    the failing job's longest legal order, then the operation that cannot come next:")
+		} // a scheduled trace heads its own parts: prefix, concurrent, interleaving
+		p.indented(f.Trace)
+	}
+	if f.Model != "" {
+		p("    model now: %s", f.Model)
+	}
+	if f.ReportDir != "" {
+		p("    report: %s (%s, %s, %s)", f.ReportDir, linear.ReportTimeline, linear.ReportMeasures, linear.ReportVerdict)
+	}
+	if f.ProgramFile != "" {
+		p("    program: %s", f.ProgramFile)
+		p("    go test: %s", f.ProgramCommand)
+	}
+	if f.FuzzFile != "" {
+		p("    fuzz input: %s", f.FuzzFile)
+		p("    go test:    %s", f.FuzzCommand)
+	}
+	if f.ReplayFile != "" {
+		p("    saved:  %s", f.ReplayFile)
+	}
+	if f.ReplayCommand != "" {
+		p("    replay: %s", f.ReplayCommand)
+	}
+}
+
+// summaryVerdict is the last line.
+func (r *Report) summaryVerdict(p printer) {
 	switch r.Verdict {
 	case VerdictHeld:
 		if n := r.Counts.NotPromised; n > 0 {
