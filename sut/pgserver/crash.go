@@ -127,8 +127,7 @@ func settingArgs(o Options) []string {
 	}
 	if o.Crash {
 		// After a crash the server first syncs every file of the data directory, one fsync
-		// each: 1.3 s of a 2.2 s restart in a trial here. syncfs does it in one call
-		// (PostgreSQL 14 and later).
+		// each, most of a restart's time; syncfs does it in one call (PostgreSQL 14 and later).
 		args = append(args, "-c", "recovery_init_sync_method=syncfs")
 	}
 	for _, kv := range o.Settings {
