@@ -158,19 +158,7 @@ func replayOn(t *testing.T, q *sut.Queue, c *corpus.Case) *program.Finding {
 // fail the verdict on any queue that still has Y's bug, wherever that queue's folder is.
 func TestCorpusJudgesTheQueueUnderTest(t *testing.T) {
 	suttest.SelfCheck(t, ".")
-	ms, err := mutant.Load("testdata/mutants")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buggy *sut.Queue
-	for _, m := range ms {
-		if m.Name == "complete-ignores-generation" {
-			buggy = m.Queue
-		}
-	}
-	if buggy == nil {
-		t.Fatal("mutant complete-ignores-generation is missing")
-	}
+	buggy := suttest.Mutant(t, "complete-ignores-generation").Queue
 	// The mutant's failure is expected: it is no regression to keep as a fail file.
 	defer testflags.Force(t, "rapid.nofailfile", "true")()
 	ctx := context.Background()

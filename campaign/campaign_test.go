@@ -311,18 +311,9 @@ func TestReportRoundTrip(t *testing.T) {
 func TestKillTable(t *testing.T) {
 	suttest.SelfCheck(t, "./campaign")
 	t.Parallel()
-	all, err := mutant.Load(suttest.ModuleDir(t, "testdata/mutants"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ms []*mutant.Mutant
-	for _, m := range all {
-		if m.Name == "complete-ignores-generation" {
-			ms = append(ms, m)
-		}
-	}
-	if len(ms) != 1 || !ms[0].Expects("Prop") || !ms[0].Expects("Linear") {
-		t.Fatalf("complete-ignores-generation should expect Prop and Linear: %+v", ms)
+	ms := []*mutant.Mutant{suttest.Mutant(t, "complete-ignores-generation")}
+	if !ms[0].Expects("Prop") || !ms[0].Expects("Linear") {
+		t.Fatalf("complete-ignores-generation should expect Prop and Linear: %+v", ms[0])
 	}
 	var log bytes.Buffer
 	kt, err := HuntMutants(context.Background(), KillConfig{Server: server(t), Mutants: ms, Budget: 30 * time.Second, Seed: 1, QueueChecks: 20, Log: &log})

@@ -19,16 +19,7 @@ import (
 func TestMatrixLocal(t *testing.T) {
 	suttest.SelfCheck(t, "./campaign")
 	t.Parallel()
-	ms, err := mutant.Load(suttest.ModuleDir(t, "testdata/mutants"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var one []*mutant.Mutant
-	for _, m := range ms {
-		if m.Name == "complete-ignores-generation" {
-			one = append(one, m)
-		}
-	}
+	one := []*mutant.Mutant{suttest.Mutant(t, "complete-ignores-generation")}
 	var log bytes.Buffer
 	rows := Matrix(context.Background(), MatrixConfig{Servers: []string{"local"}, Duration: 2 * time.Second, Seed: 1,
 		Mutants: one, Budget: 30 * time.Second, DoneRows: 1000, Log: &log})

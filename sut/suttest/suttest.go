@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"pgqcheck/internal/modroot"
+	"pgqcheck/mutant"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 )
@@ -82,6 +83,23 @@ func ModuleDir(tb testing.TB, rel string) string {
 		tb.Fatal("pgqcheck: not inside the pgqcheck module")
 	}
 	return filepath.Join(root, rel)
+}
+
+// Mutant is the mutant of the module's testdata/mutants named name. Loading the mutants needs
+// the Go queues registered (a blank import of pgqcheck/goqueues).
+func Mutant(tb testing.TB, name string) *mutant.Mutant {
+	tb.Helper()
+	ms, err := mutant.Load(ModuleDir(tb, filepath.Join("testdata", "mutants")))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Name == name {
+			return m
+		}
+	}
+	tb.Fatalf("no mutant %s in testdata/mutants", name)
+	return nil
 }
 
 // SelfCheck skips a test of the suite's own power (its mutants caught, its corpus catching
