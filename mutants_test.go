@@ -16,6 +16,25 @@ import (
 	"pgqcheck/sut/suttest"
 )
 
+// propMutants are the mutants a Prop state machine must catch: Prop's, and PropLeaseTime's,
+// which it catches with real-time leases. No fail file is written while the test runs: a
+// mutant's failure is the expected outcome, not a regression to keep.
+func propMutants(tb testing.TB) []*mutant.Mutant {
+	tb.Helper()
+	ms, err := mutant.Load("testdata/mutants")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(testflags.Force(tb, "rapid.nofailfile", "true"))
+	var out []*mutant.Mutant
+	for _, m := range ms {
+		if m.Expects("Prop") || m.Expects("PropLeaseTime") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // TestMutantPrograms keeps the mutants' part of the corpus whole: every mutant the Prop suite
 // (or PropLeaseTime, with real-time leases) must catch has its shortest program in testdata/programs/mutants/<mutant>.ops, which
 // TestPropPrograms replays against the mutant (must fail with the property its header names)
@@ -24,20 +43,8 @@ import (
 // kill table.)
 func TestMutantPrograms(t *testing.T) {
 	suttest.SelfCheck(t, ".")
-	ms, err := mutant.Load("testdata/mutants")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A mutant's failure is the expected outcome here, not a regression to keep as a fail file.
-	restore := testflags.Force(t, "rapid.nofailfile", "true")
-	defer restore()
-	for _, m := range ms {
-		// The suites whose state machine catches the mutant; with real-time leases for
-		// PropLeaseTime's.
+	for _, m := range propMutants(t) {
 		realTime := m.Expects("PropLeaseTime")
-		if !m.Expects("Prop") && !realTime {
-			continue
-		}
 		path := filepath.Join(corpus.Dir, "mutants", m.Name+".ops")
 		if p, err := program.ReadFile(path); err == nil {
 			if _, ok := p.Property(); !ok || p.Header[program.HeaderMutant] != m.Name {
