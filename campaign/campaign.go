@@ -84,7 +84,7 @@ func Run(soft, hard context.Context, cfg Config) (*Report, error) {
 	if cfg.ReportDir == "" {
 		dir, err := os.MkdirTemp("", "pgqcheck-campaign-")
 		if err != nil {
-			return nil, fmt.Errorf("creating a temporary report folder: %v; check TMPDIR", unwrapPath(err))
+			return nil, fmt.Errorf("creating a temporary report folder: %v; check TMPDIR", PathCause(err))
 		}
 		defer os.RemoveAll(dir)
 		cp.saver.Reports = dir

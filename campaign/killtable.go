@@ -91,7 +91,7 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 	if scratch == "" {
 		dir, err := os.MkdirTemp("", "pgqcheck-mutants-")
 		if err != nil {
-			return nil, fmt.Errorf("creating a scratch folder: %v; check TMPDIR", unwrapPath(err))
+			return nil, fmt.Errorf("creating a scratch folder: %v; check TMPDIR", PathCause(err))
 		}
 		// A mutant's failure is expected: its report folders are scratch.
 		defer os.RemoveAll(dir)

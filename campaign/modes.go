@@ -174,7 +174,7 @@ const stressRound = 2 * time.Second
 func (stress) Start(ctx context.Context, w *Worker) (Hunter, error) {
 	dir := filepath.Join(w.Saver.Reports, "histories")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %v", dir, unwrapPath(err))
+		return nil, fmt.Errorf("creating %s: %v", dir, PathCause(err))
 	}
 	return &stressHunter{w: w, dir: dir, pass: filepath.Join(w.Saver.Reports, fmt.Sprintf("stress-latest-w%d", w.Index))}, nil
 }
@@ -233,7 +233,7 @@ func (scheduled) Start(ctx context.Context, w *Worker) (Hunter, error) {
 	// each failing run rewrites it, so what is left is the shrunk failure's.
 	dir := filepath.Join(w.Saver.Reports, "scheduled")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %v", dir, unwrapPath(err))
+		return nil, fmt.Errorf("creating %s: %v", dir, PathCause(err))
 	}
 	return &schedHunter{w: w, e: newSchedEngine(ctx, w.In, fmt.Sprintf("%s-w%d", w.Queue.Name, w.Index), dir)}, nil
 }

@@ -31,7 +31,7 @@ func replaySaved(ctx context.Context, in *sut.Installed, s *Saver) (fs []*Failur
 	for _, file := range files {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return fs, fmt.Errorf("reading the saved program %s: %v", file, unwrapPath(err))
+			return fs, fmt.Errorf("reading the saved program %s: %v", file, PathCause(err))
 		}
 		p, err := program.Parse(string(b))
 		if err != nil {
@@ -89,7 +89,7 @@ func (e *InputError) Error() string { return e.Msg }
 func ReplayFile(ctx context.Context, srv func() (*pgserver.Server, error), q *sut.Queue, path string) (*Replayed, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &InputError{fmt.Sprintf("%s cannot be read (%v); pass an .ops program, a FuzzScheduled input or a history.json", path, unwrapPath(err))}
+		return nil, &InputError{fmt.Sprintf("%s cannot be read (%v); pass an .ops program, a FuzzScheduled input or a history.json", path, PathCause(err))}
 	}
 	r := &Replayed{File: path, Queue: q.Source}
 	text := bytes.TrimSpace(b)

@@ -410,11 +410,11 @@ func (r *Report) Write(dir string) (string, error) {
 			st.Page = ""
 		case err == nil:
 			if err := os.WriteFile(page, b, 0o644); err != nil {
-				return "", fmt.Errorf("writing %s: %v; pass a writable report folder", page, unwrapPath(err))
+				return "", fmt.Errorf("writing %s: %v; pass a writable report folder", page, PathCause(err))
 			}
 			st.Page = page
 		default:
-			return "", fmt.Errorf("reading the stress round's measures page: %v", unwrapPath(err))
+			return "", fmt.Errorf("reading the stress round's measures page: %v", PathCause(err))
 		}
 	}
 	if err := WriteJSON(base+".json", r); err != nil {
@@ -423,7 +423,7 @@ func (r *Report) Write(dir string) (string, error) {
 	var sum strings.Builder
 	r.Summary(&sum)
 	if err := os.WriteFile(base+".txt", []byte(sum.String()), 0o644); err != nil {
-		return "", fmt.Errorf("writing %s.txt: %v; pass a writable report folder", base, unwrapPath(err))
+		return "", fmt.Errorf("writing %s.txt: %v; pass a writable report folder", base, PathCause(err))
 	}
 	return base + ".json", nil
 }
@@ -436,10 +436,10 @@ func WriteJSON(path string, v any) error {
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %v; pass a writable path", path, unwrapPath(err))
+		return fmt.Errorf("writing %s: %v; pass a writable path", path, PathCause(err))
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing %s: %v; pass a writable path", path, unwrapPath(err))
+		return fmt.Errorf("writing %s: %v; pass a writable path", path, PathCause(err))
 	}
 	return nil
 }
@@ -449,7 +449,7 @@ func WriteJSON(path string, v any) error {
 func ReadReport(path string) (*Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s cannot be read (%v); pass a report JSON written by pgqcheck run", path, unwrapPath(err))
+		return nil, fmt.Errorf("%s cannot be read (%v); pass a report JSON written by pgqcheck run", path, PathCause(err))
 	}
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {

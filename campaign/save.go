@@ -60,7 +60,7 @@ func (s *Saver) keepProgram(fl *Failure, f *program.Finding, q *sut.Queue) error
 	}
 	path, _, err := corpus.Save(s.Root, f, "pgqcheck run")
 	if err != nil {
-		return fmt.Errorf("saving the reduced program: %v", unwrapPath(err))
+		return fmt.Errorf("saving the reduced program: %v", PathCause(err))
 	}
 	s.pointToProgram(fl, path, q)
 	return nil
@@ -88,10 +88,10 @@ func (s *Saver) keepFuzzInput(fl *Failure, data []byte, q *sut.Queue) error {
 	name := "found-" + program.SafeName(q.Name) + "-" + hex.EncodeToString(sum[:6])
 	path := filepath.Join(dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("saving the fuzz input: %v", unwrapPath(err))
+		return fmt.Errorf("saving the fuzz input: %v", PathCause(err))
 	}
 	if err := os.WriteFile(path, linear.FuzzInputFile(data), 0o644); err != nil {
-		return fmt.Errorf("saving the fuzz input: %v", unwrapPath(err))
+		return fmt.Errorf("saving the fuzz input: %v", PathCause(err))
 	}
 	fl.FuzzFile = path
 	fl.FuzzCommand = s.goTest("^FuzzScheduled$/^"+regexp.QuoteMeta(name)+"$", q, "./fuzz")
@@ -108,7 +108,7 @@ func (s *Saver) keepHistory(fl *Failure, f *program.Finding, q *sut.Queue) error
 	name := "found-" + program.SafeName(q.Name) + "-stress-" + time.Now().UTC().Format("20060102T150405")
 	dst := filepath.Join(s.Root, "testdata", "histories", name+".json")
 	if err := saveFailingHistory(f.ReportDir, dst, f.Property()); err != nil {
-		return fmt.Errorf("saving the history as %s: %v", dst, unwrapPath(err))
+		return fmt.Errorf("saving the history as %s: %v", dst, PathCause(err))
 	}
 	fl.ReplayFile = dst
 	fl.ReplayCommand = "cd " + shellQuote(s.Root) + " && go test -count=1 -run '^TestLinearHistories$/^" + regexp.QuoteMeta(name) + "$' .   (timeline: pgqcheck check-history " + shellQuote(dst) + " -html t.html)"
@@ -148,9 +148,7 @@ func shellQuote(s string) string {
 }
 
 // PathCause is a file-system error without the path and operation (the message names them).
-func PathCause(err error) error { return unwrapPath(err) }
-
-func unwrapPath(err error) error {
+func PathCause(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

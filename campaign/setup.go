@@ -101,11 +101,11 @@ func WorstVerdict(rs []*Report) string {
 // does not end by failing to save its result.
 func WritableDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return unwrapPath(err)
+		return PathCause(err)
 	}
 	f, err := os.CreateTemp(dir, ".pgqcheck-probe-*")
 	if err != nil {
-		return unwrapPath(err)
+		return PathCause(err)
 	}
 	f.Close()
 	return os.Remove(f.Name())

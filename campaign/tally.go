@@ -6,10 +6,6 @@ import (
 	"pgqcheck/program"
 )
 
-// Counts says what a campaign actually exercised: a run that "held" for an hour means little
-// if it never presented a stale generation. Every mode keeps the same counts.
-type Counts = program.Counts
-
 // Tally is what a campaign's workers have done so far, updated as operations run so the progress
 // line moves during long rounds.
 type Tally struct {

@@ -52,7 +52,7 @@ func runMatrix(c *cli, args []string) error {
 	campaign.PrintMatrix(&table, rows, *doneRows)
 	fmt.Fprintf(c.stdout, "\n%s", table.String())
 	if err := os.WriteFile(path, []byte(table.String()), 0o644); err != nil {
-		return fmt.Errorf("pgqcheck: matrix: writing %s: %v", path, unwrapPath(err))
+		return fmt.Errorf("pgqcheck: matrix: writing %s: %v", path, campaign.PathCause(err))
 	}
 	fmt.Fprintf(c.stdout, "matrix: %s\n", path)
 	if c.sig.soft.Err() != nil {
