@@ -7,8 +7,6 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/internal/testflags"
-	"pgqcheck/mutant"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 )
@@ -34,18 +32,9 @@ func BenchmarkPropSteps(b *testing.B) {
 // BenchmarkMutantCatch measures, per mutant, the seconds and property runs until a random search
 // from scratch catches it (shrinking and reduction excluded from neither: it is what a user waits).
 func BenchmarkMutantCatch(b *testing.B) {
-	ms, err := mutant.Load("testdata/mutants")
-	if err != nil {
-		b.Fatal(err)
-	}
-	restore := testflags.Force(b, "rapid.nofailfile", "true")
-	defer restore()
-	for _, m := range ms {
+	for _, m := range propMutants(b) {
 		// PropLeaseTime's mutants are searched for with real time, as that property does.
 		realTime := m.Expects("PropLeaseTime")
-		if !m.Expects("Prop") && !realTime {
-			continue
-		}
 		b.Run(m.Name, func(b *testing.B) {
 			env := newEnv(b, m.Queue)
 			checks := 0

@@ -16,6 +16,25 @@ import (
 	"pgqcheck/sut/suttest"
 )
 
+// propMutants are the mutants a Prop state machine must catch: Prop's, and PropLeaseTime's,
+// which it catches with real-time leases. No fail file is written while the test runs: a
+// mutant's failure is the expected outcome, not a regression to keep.
+func propMutants(tb testing.TB) []*mutant.Mutant {
+	tb.Helper()
+	ms, err := mutant.Load("testdata/mutants")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(testflags.Force(tb, "rapid.nofailfile", "true"))
+	var out []*mutant.Mutant
+	for _, m := range ms {
+		if m.Expects("Prop") || m.Expects("PropLeaseTime") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // TestMutantPrograms keeps the mutants' part of the corpus whole: every mutant the Prop suite
 // (or PropLeaseTime, with real-time leases) must catch has its shortest program in testdata/programs/mutants/<mutant>.ops, which
 // TestPropPrograms replays against the mutant (must fail with the property its header names)
@@ -24,20 +43,8 @@ import (
 // kill table.)
 func TestMutantPrograms(t *testing.T) {
 	suttest.SelfCheck(t, ".")
-	ms, err := mutant.Load("testdata/mutants")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A mutant's failure is the expected outcome here, not a regression to keep as a fail file.
-	restore := testflags.Force(t, "rapid.nofailfile", "true")
-	defer restore()
-	for _, m := range ms {
-		// The suites whose state machine catches the mutant; with real-time leases for
-		// PropLeaseTime's.
+	for _, m := range propMutants(t) {
 		realTime := m.Expects("PropLeaseTime")
-		if !m.Expects("Prop") && !realTime {
-			continue
-		}
 		path := filepath.Join(corpus.Dir, "mutants", m.Name+".ops")
 		if p, err := program.ReadFile(path); err == nil {
 			if _, ok := p.Property(); !ok || p.Header[program.HeaderMutant] != m.Name {
@@ -158,19 +165,7 @@ func replayOn(t *testing.T, q *sut.Queue, c *corpus.Case) *program.Finding {
 // fail the verdict on any queue that still has Y's bug, wherever that queue's folder is.
 func TestCorpusJudgesTheQueueUnderTest(t *testing.T) {
 	suttest.SelfCheck(t, ".")
-	ms, err := mutant.Load("testdata/mutants")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buggy *sut.Queue
-	for _, m := range ms {
-		if m.Name == "complete-ignores-generation" {
-			buggy = m.Queue
-		}
-	}
-	if buggy == nil {
-		t.Fatal("mutant complete-ignores-generation is missing")
-	}
+	buggy := suttest.Mutant(t, "complete-ignores-generation").Queue
 	// The mutant's failure is expected: it is no regression to keep as a fail file.
 	defer testflags.Force(t, "rapid.nofailfile", "true")()
 	ctx := context.Background()

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"pgqcheck/internal/textfmt"
+	"pgqcheck/model"
 	"pgqcheck/plan"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
@@ -57,7 +59,7 @@ type campaign struct {
 	mu       sync.Mutex
 	failures []*Failure
 	harness  []string
-	byProp   map[Property]bool
+	byProp   map[model.Property]bool
 	reason   string
 	start    time.Time
 }
@@ -66,7 +68,7 @@ type campaign struct {
 // is cancelled (stop after the current round) or hard is (abandon it), and returns the report.
 // A non-nil error without a report means nothing ran: the environment failed first.
 func Run(soft, hard context.Context, cfg Config) (*Report, error) {
-	cp := &campaign{cfg: cfg, saver: &Saver{Root: cfg.Root, Reports: cfg.ReportDir}, byProp: map[Property]bool{}}
+	cp := &campaign{cfg: cfg, saver: &Saver{Root: cfg.Root, Reports: cfg.ReportDir}, byProp: map[model.Property]bool{}}
 	if err := checkCrash(cfg); err != nil {
 		return nil, err
 	}
@@ -82,7 +84,7 @@ func Run(soft, hard context.Context, cfg Config) (*Report, error) {
 	if cfg.ReportDir == "" {
 		dir, err := os.MkdirTemp("", "pgqcheck-campaign-")
 		if err != nil {
-			return nil, fmt.Errorf("creating a temporary report folder: %v; check TMPDIR", unwrapPath(err))
+			return nil, fmt.Errorf("creating a temporary report folder: %v; check TMPDIR", PathCause(err))
 		}
 		defer os.RemoveAll(dir)
 		cp.saver.Reports = dir
@@ -229,7 +231,7 @@ func (cp *campaign) record(fs []*Failure, err error) bool {
 		stop = true
 	}
 	if err != nil {
-		cp.harness = append(cp.harness, oneLine(err.Error()))
+		cp.harness = append(cp.harness, textfmt.OneLine(err.Error()))
 		if cp.reason == "" || cp.reason == "violation found" {
 			cp.reason = "harness error"
 		}
@@ -288,7 +290,7 @@ func (cp *campaign) measureClaimCost(ctx context.Context) *plan.Report {
 	q := cp.cfg.Queue
 	fmt.Fprintf(cp.cfg.Progress, "pgqcheck: measuring the claim's cost at %v done rows\n", cp.cfg.PlanSizes)
 	fail := func(err error) *plan.Report {
-		return &plan.Report{Queue: q.Name, Source: q.Source, Verdict: "not measured: " + oneLine(err.Error())}
+		return &plan.Report{Queue: q.Name, Source: q.Source, Verdict: "not measured: " + textfmt.OneLine(err.Error())}
 	}
 	var r *plan.Report
 	err := OnDatabase(ctx, cp.cfg.Server, "pgqcheck_plan_"+q.Name, q, func(in *sut.Installed, _ string) (err error) {

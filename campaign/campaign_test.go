@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"pgqcheck/linear"
+	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
@@ -26,16 +27,6 @@ func server(t *testing.T) *pgserver.Server {
 		t.Fatal(err)
 	}
 	return srv
-}
-
-func moduleDir(t *testing.T, rel string) string {
-	t.Helper()
-	wd, _ := os.Getwd()
-	root, ok := ModuleRoot(wd)
-	if !ok {
-		t.Fatal("not inside the pgqcheck module")
-	}
-	return filepath.Join(root, rel)
 }
 
 func mode(t *testing.T, spec string) Mode {
@@ -52,7 +43,7 @@ func mode(t *testing.T, spec string) Mode {
 func copyMutant(t *testing.T, name string) (root string, q *sut.Queue) {
 	t.Helper()
 	root = t.TempDir()
-	src := moduleDir(t, filepath.Join("testdata", "mutants", name))
+	src := suttest.ModuleDir(t, filepath.Join("testdata", "mutants", name))
 	dst := filepath.Join(root, "testdata", "mutants", name)
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
@@ -105,7 +96,7 @@ func TestCampaignHoldsOnSeed(t *testing.T) {
 		t.Errorf("report: %+v\n%s", rep, out)
 	}
 	for _, p := range rep.Properties {
-		if (p.Number == PLinearizable || p.Number == PFencing) && p.Status != StatusHeld || p.Number == PClaimCost && p.Status != StatusNotChecked {
+		if (p.Number == model.PLinearizable || p.Number == model.PFencing) && p.Status != StatusHeld || p.Number == model.PClaimCost && p.Status != StatusNotChecked {
 			t.Errorf("%s: %s", p.Number, p.Status)
 		}
 	}
@@ -128,7 +119,7 @@ func TestCampaignSavesReplayableProgram(t *testing.T) {
 	}
 	f := rep.Failures[0]
 	t.Logf("the campaign's summary:\n%s", out)
-	if f.Property != PFencing || f.PropertyName != "fencing" || !strings.HasPrefix(f.Verdict, "property 1 (fencing): ") || f.Mode != "sequential" {
+	if f.Property != model.PFencing || f.PropertyName != "fencing" || !strings.HasPrefix(f.Verdict, "property 1 (fencing): ") || f.Mode != "sequential" {
 		t.Errorf("failure: property %d %q, verdict %q", f.Property, f.PropertyName, f.Verdict)
 	}
 	if filepath.Dir(f.ProgramFile) != filepath.Join(root, "testdata", "programs", "found") || f.Program == "" || f.Trace == "" || f.Model == "" {
@@ -150,7 +141,7 @@ func TestCampaignSavesReplayableProgram(t *testing.T) {
 	ctx := context.Background()
 	srv := func() (*pgserver.Server, error) { return server(t), nil }
 	on, err := ReplayFile(ctx, srv, q, f.ProgramFile)
-	if err != nil || on.Held() || on.Finding.Property() != PFencing {
+	if err != nil || on.Held() || on.Finding.Property() != model.PFencing {
 		t.Errorf("replayed on the mutant: %+v, %v", on, err)
 	}
 	seed, err := ReplayFile(ctx, srv, sut.MustBuiltin("seed"), f.ProgramFile)
@@ -159,7 +150,7 @@ func TestCampaignSavesReplayableProgram(t *testing.T) {
 	}
 
 	again, out := run(t, ctx, Config{Queue: q, Mode: mode(t, "sequential"), Seed: 4, Duration: 2 * time.Second, Root: root})
-	if len(again.Failures) == 0 || !again.Failures[0].Known || again.Failures[0].Property != PFencing || again.Failures[0].ProgramFile != f.ProgramFile {
+	if len(again.Failures) == 0 || !again.Failures[0].Known || again.Failures[0].Property != model.PFencing || again.Failures[0].ProgramFile != f.ProgramFile {
 		t.Errorf("the saved case was not replayed as a known failure:\n%s", out)
 	}
 	held, out := run(t, ctx, Config{Queue: sut.MustBuiltin("seed"), Mode: mode(t, "sequential"), Seed: 5, Duration: 2 * time.Second, Root: root})
@@ -179,7 +170,7 @@ func TestCampaignScheduledFinding(t *testing.T) {
 	}
 	f := rep.Failures[0]
 	t.Logf("the campaign's summary:\n%s", out)
-	if f.Property != PFencing || !strings.Contains(f.Trace, "-- drain --") || f.ReportDir == "" || f.ProgramFile == "" {
+	if f.Property != model.PFencing || !strings.Contains(f.Trace, "-- drain --") || f.ReportDir == "" || f.ProgramFile == "" {
 		t.Errorf("failure: property %d, report %q, trace:\n%s", f.Property, f.ReportDir, f.Trace)
 	}
 	if filepath.Dir(f.FuzzFile) != filepath.Join(root, "fuzz", "testdata", "fuzz", "FuzzScheduled") {
@@ -187,7 +178,7 @@ func TestCampaignScheduledFinding(t *testing.T) {
 	}
 	srv := func() (*pgserver.Server, error) { return server(t), nil }
 	on, err := ReplayFile(context.Background(), srv, q, f.FuzzFile)
-	if err != nil || on.Held() || on.Finding.Property() != PFencing {
+	if err != nil || on.Held() || on.Finding.Property() != model.PFencing {
 		t.Errorf("fuzz input replayed on the mutant: %+v, %v", on, err)
 	}
 	if on != nil && on.Finding != nil && on.Finding.ReportDir != "" {
@@ -252,7 +243,7 @@ func TestReportRoundTrip(t *testing.T) {
 		}
 		return p
 	}
-	bad := &Failure{Property: PDoneOnce, PropertyName: PDoneOnce.Name(), Verdict: "property 4 (done at most once): job 1 completed twice", Mode: "sequential"}
+	bad := &Failure{Property: model.PDoneOnce, PropertyName: model.PDoneOnce.Name(), Verdict: "property 4 (done at most once): job 1 completed twice", Mode: "sequential"}
 	paths := []string{mk("a.json", 100, nil), mk("b.json", 50, nil), mk("c.json", 5, []*Failure{bad})}
 	b, err := os.ReadFile(paths[2])
 	if err != nil {
@@ -272,23 +263,23 @@ func TestReportRoundTrip(t *testing.T) {
 		}
 		rs = append(rs, r)
 	}
-	if rs[2].Failures[0].Property != PDoneOnce || rs[2].Verdict != VerdictViolated {
+	if rs[2].Failures[0].Property != model.PDoneOnce || rs[2].Verdict != VerdictViolated {
 		t.Errorf("read back: %+v", rs[2].Failures[0])
 	}
 	m, err := Merge(paths, rs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Checks != 155 || m.Workers != 3 || len(m.Failures) != 1 || m.Failures[0].Property != PDoneOnce || m.Verdict != VerdictViolated || len(m.Shards) != 3 || m.Counts.Claims != 155 {
+	if m.Checks != 155 || m.Workers != 3 || len(m.Failures) != 1 || m.Failures[0].Property != model.PDoneOnce || m.Verdict != VerdictViolated || len(m.Shards) != 3 || m.Counts.Claims != 155 {
 		t.Errorf("merged: %+v", m)
 	}
 	for _, p := range m.Properties {
 		switch {
-		case p.Number == PDoneOnce && (p.Status != StatusViolated || p.Failures != 1):
+		case p.Number == model.PDoneOnce && (p.Status != StatusViolated || p.Failures != 1):
 			t.Errorf("merged done-once: %+v", p)
-		case p.Number == PFencing && p.Status != StatusHeld:
+		case p.Number == model.PFencing && p.Status != StatusHeld:
 			t.Errorf("merged fencing: %+v", p)
-		case p.Number == PLinearizable && p.Status != StatusNotChecked:
+		case p.Number == model.PLinearizable && p.Status != StatusNotChecked:
 			t.Errorf("merged linearizability (no shard checked it): %+v", p)
 		}
 	}
@@ -303,7 +294,7 @@ func TestReportRoundTrip(t *testing.T) {
 	if err := os.WriteFile(old, []byte(`{"format": 1, "queue": {"name": "seed"}, "verdict": "violated", "failures": [{"property": 1, "verdict": "property 1 (fencing): x"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := ReadReport(old); err != nil || r.Failures[0].Property != PFencing || r.Failures[0].PropertyName != "fencing" {
+	if r, err := ReadReport(old); err != nil || r.Failures[0].Property != model.PFencing || r.Failures[0].PropertyName != "fencing" {
 		t.Errorf("format 1: %+v, %v", r, err)
 	}
 	if err := os.WriteFile(old, []byte(`{"format": 99}`), 0o644); err != nil {
@@ -320,18 +311,9 @@ func TestReportRoundTrip(t *testing.T) {
 func TestKillTable(t *testing.T) {
 	suttest.SelfCheck(t, "./campaign")
 	t.Parallel()
-	all, err := mutant.Load(moduleDir(t, "testdata/mutants"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ms []*mutant.Mutant
-	for _, m := range all {
-		if m.Name == "complete-ignores-generation" {
-			ms = append(ms, m)
-		}
-	}
-	if len(ms) != 1 || !ms[0].Expects("Prop") || !ms[0].Expects("Linear") {
-		t.Fatalf("complete-ignores-generation should expect Prop and Linear: %+v", ms)
+	ms := []*mutant.Mutant{suttest.Mutant(t, "complete-ignores-generation")}
+	if !ms[0].Expects("Prop") || !ms[0].Expects("Linear") {
+		t.Fatalf("complete-ignores-generation should expect Prop and Linear: %+v", ms[0])
 	}
 	var log bytes.Buffer
 	kt, err := HuntMutants(context.Background(), KillConfig{Server: server(t), Mutants: ms, Budget: 30 * time.Second, Seed: 1, QueueChecks: 20, Log: &log})
@@ -344,7 +326,7 @@ func TestKillTable(t *testing.T) {
 		if !r.Caught || r.Err != "" || r.Checks == 0 {
 			t.Errorf("row %+v", r)
 		}
-		if r.Mode == "sequential" && r.Property != PFencing {
+		if r.Mode == "sequential" && r.Property != model.PFencing {
 			t.Errorf("sequential caught by %s, want fencing", r.Property)
 		}
 	}
@@ -388,8 +370,8 @@ func TestRoundSeeds(t *testing.T) {
 }
 
 func TestPropertyPrints(t *testing.T) {
-	if PFencing.String() != "property 1 (fencing)" || PClaimCost.String() != "property 10 (claim cost)" || PClaimOrder.Name() != "claim order" {
-		t.Errorf("%s, %s, %s", PFencing, PClaimCost, PClaimOrder.Name())
+	if model.PFencing.String() != "property 1 (fencing)" || model.PClaimCost.String() != "property 10 (claim cost)" || model.PClaimOrder.Name() != "claim order" {
+		t.Errorf("%s, %s, %s", model.PFencing, model.PClaimCost, model.PClaimOrder.Name())
 	}
 }
 
@@ -408,7 +390,7 @@ func TestCampaignStressFinding(t *testing.T) {
 		t.Fatalf("history not saved under %s, or no report folder or explanation: %+v\n%s", root, f, out)
 	}
 	r, err := ReplayFile(context.Background(), nil, q, f.ReplayFile)
-	if err != nil || r.Held() || r.History.Violation == nil || propertyOf(r.History.Violation) != f.Property {
+	if err != nil || r.Held() || r.History.Violation == nil || r.History.Violation.Property != f.Property {
 		t.Errorf("re-checking the saved history: %+v, %v", r, err)
 	}
 	// The failing round's folder has its measures page, the report the round's measures, and
@@ -451,11 +433,11 @@ func TestCampaignReportsNotPromised(t *testing.T) {
 	if rep.Verdict != VerdictHeld || rep.Counts.NotPromised == 0 || rep.NotPromised == nil {
 		t.Fatalf("verdict %s, %d not promised, example %v\n%s", rep.Verdict, rep.Counts.NotPromised, rep.NotPromised, out)
 	}
-	if f := rep.NotPromised; f.Property != PFencing || f.Trace == "" || strings.Count(f.Program, "\n") > 6 {
+	if f := rep.NotPromised; f.Property != model.PFencing || f.Trace == "" || strings.Count(f.Program, "\n") > 6 {
 		t.Errorf("the example is property %d with a program of %d lines:\n%s", f.Property, strings.Count(f.Program, "\n"), f.Program)
 	}
 	for _, p := range rep.Properties {
-		if p.Number == PFencing && (p.Status != StatusNotPromised || p.Exercised != rep.Counts.NotPromised) {
+		if p.Number == model.PFencing && (p.Status != StatusNotPromised || p.Exercised != rep.Counts.NotPromised) {
 			t.Errorf("fencing: %s, %d exercised; want %s, %d", p.Status, p.Exercised, StatusNotPromised, rep.Counts.NotPromised)
 		}
 	}

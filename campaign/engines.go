@@ -1,15 +1,12 @@
 package campaign
 
-// This file is the campaign's one door into the engines that run programs against a queue
-// (program/: the Prop state machine, its reducer and .ops files; linear/: stress and scheduled
-// traffic, histories and their checks; fuzz/: corpus files) and into rapid's global flags.
-// Everything else in the package sees only the small types below, so that when an engine's API
-// changes, this file alone changes with it.
+// This file holds the engines a campaign's modes drive (modes.go): the Prop state machine
+// (seqEngine), scheduled mode (schedEngine) and stress runs, the first two searched under rapid
+// with each search's own settings (checkRapid).
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,37 +18,14 @@ import (
 
 	"pgqcheck/corpus"
 	"pgqcheck/fuzz"
+	"pgqcheck/internal/testflags"
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/timeline"
 )
-
-// Property is a numbered property of the design reference, the one a finding breaks.
-type Property = model.Property
-
-// The properties, numbered as in the design reference.
-const (
-	PClaimOrder   = model.PClaimOrder
-	PFencing      = model.PFencing
-	PExclusion    = model.PExclusion
-	PGenerations  = model.PGenerations
-	PDoneOnce     = model.PDoneOnce
-	PSkipLocked   = model.PSkipLocked
-	PRecovery     = model.PRecovery
-	PLinearizable = model.PLinearizable
-	PDBTime       = model.PDBTime
-	PNoErrors     = model.PNoErrors
-	PClaimCost    = model.PClaimCost
-)
-
-// propertyOf is the property a violation breaks.
-func propertyOf(v *model.Violation) Property { return v.Property }
-
-// Finding is what an engine found, as a value: the broken promise, the program that replays
-// it, the trace and the report folder.
-type Finding = program.Finding
 
 // rapid's flags are process-wide. A search sets them just before it starts and holds rapidMu
 // until rapid has read them (when the property first runs), so that concurrent workers each
@@ -67,16 +41,13 @@ type rapidSettings struct {
 	ShrinkTime time.Duration
 }
 
+// setRapid sets one of rapid's flags, which rapid registers when it is linked in.
 func setRapid(name, value string) (restore func()) {
-	f := flag.Lookup(name)
-	if f == nil {
-		panic("rapid flag " + name + " is not registered")
-	}
-	old := f.Value.String()
-	if err := f.Value.Set(value); err != nil {
+	restore, err := testflags.Set(name, value)
+	if err != nil {
 		panic(err)
 	}
-	return func() { _ = f.Value.Set(old) }
+	return restore
 }
 
 // searchStats is what the property wrapper counted.
@@ -197,26 +168,12 @@ func (e *seqEngine) Reset(ctx context.Context) error { return e.env.Reset(ctx) }
 // Search runs the state machine (with real-time leases when realTime is set) under rapid,
 // counting the operations into tally as they run. On a failure it returns the reduced finding;
 // an error is the harness failing, or a failure that does not reproduce.
-func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) (*Finding, searchStats, error) {
+func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) (*program.Finding, searchStats, error) {
 	env := e.env
-	var firstOps []program.Op
-	var first *Finding
+	search := program.NewSeqSearch(env, e.realTime)
 	_, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
-		completed := false
-		defer func() {
-			// A run that did not complete failed: keep the first such run, in case rapid's
-			// replay of its shrunk case does not fail again.
-			if !completed && !failed() && firstOps == nil {
-				firstOps, first = env.Executed(), program.Unreduced(env)
-			}
-		}()
-		program.BeginRun(ctx, t, env)
-		actions := program.StateMachine(ctx, env, e.realTime)
-		for key, action := range actions {
-			if key == "" {
-				continue
-			}
-			actions[key] = func(t *rapid.T) {
+		search.Run(ctx, t, func(action func(*rapid.T)) func(*rapid.T) {
+			return func(t *rapid.T) {
 				n := len(env.Trace)
 				env.Counts = program.Counts{}
 				defer func() {
@@ -226,9 +183,7 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 				}()
 				action(t)
 			}
-		}
-		t.Repeat(actions)
-		completed = true
+		})
 	})
 	if len(env.NotPromised) > 0 && !tally.hasNotPromised() {
 		np := program.ReduceNotPromised(ctx, env, env.NotPromised[0], e.reduce)
@@ -238,28 +193,13 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 	if !st.Failed {
 		return nil, st, nil
 	}
-	f := program.FindingOf(ctx, env, e.reduce)
-	if (f == nil || f.Flaky) && firstOps != nil {
-		// rapid's replay of its shrunk case passed: reduce the first failing run instead.
-		_ = program.Replay(ctx, env, firstOps)
-		if g := program.FindingOf(ctx, env, e.reduce); g != nil {
-			f = g
-			f.Flaky = true
-		}
-	}
+	f := search.Finding(ctx, e.reduce)
 	switch {
-	case f == nil && first != nil:
-		// No replay failed again (real time: a check that landed at a lease's edge by the
-		// run's own timing). What the first run saw is still a broken promise: the model
-		// judges only by measured windows, so it is kept, marked as not reproduced.
-		f = first
-		f.Flaky = true
 	case f == nil && program.IsHarness(env.Last):
 		return nil, st, env.Last
 	case f == nil:
 		return nil, st, errNotReproduced
 	}
-	f.Checks = st.Checks
 	if st.Flaky {
 		f.Flaky = true
 	}
@@ -270,26 +210,10 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 // scheduled ones on concurrent sessions (corpus.Replayer). It returns the finding when a
 // property breaks, and the program as it ran, with the queue's answers, either way; an error
 // is the harness failing.
-func (e *seqEngine) Replay(ctx context.Context, p *program.Program) (*Finding, string, error) {
+func (e *seqEngine) Replay(ctx context.Context, p *program.Program) (*program.Finding, string, error) {
 	f, err := e.replay.Replay(ctx, p)
 	return f, e.replay.Trace(), err
 }
-
-// savedProgram is a parsed .ops file.
-type savedProgram = program.Program
-
-// parseProgram reads .ops text.
-func parseProgram(text string) (*savedProgram, error) { return program.Parse(text) }
-
-// saveProgram keeps a finding's program in the corpus under root, where TestPropPrograms
-// replays it, unless the same program is already there: then it returns that file and
-// fresh=false.
-func saveProgram(root string, f *Finding, foundBy string) (path string, fresh bool, err error) {
-	return corpus.Save(root, f, foundBy)
-}
-
-// foundDir is where saved programs live, relative to the module root.
-var foundDir = filepath.Join(corpus.Dir, "found")
 
 // schedEngine is scheduled mode on one installed queue: rapid draws a sequential prefix, two
 // or three concurrent suffixes and the interleaving, so a failure replays and shrinks.
@@ -312,7 +236,7 @@ func (e *schedEngine) Close() { e.s.Close() }
 // Search runs scheduled mode under rapid, each run one concurrent history checked. On a failure
 // the failing run's program is reduced (the one reducer) when shrink is set, and returned as a
 // finding whose program replays it.
-func (e *schedEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally, shrink bool) (*Finding, searchStats, error) {
+func (e *schedEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally, shrink bool) (*program.Finding, searchStats, error) {
 	out, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
 		defer func() {
 			if !failed() { // shrinking runs repeat what was counted
@@ -328,7 +252,7 @@ func (e *schedEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally
 	}
 	f := e.s.Last()
 	if f == nil {
-		return nil, st, fmt.Errorf("a scheduled run failed without breaking a property: %s", oneLine(out))
+		return nil, st, fmt.Errorf("a scheduled run failed without breaking a property: %s", textfmt.OneLine(out))
 	}
 	if shrink {
 		f = linear.ReduceScheduled(ctx, e.in, e.cfg, f, rs.ShrinkTime)
@@ -340,7 +264,7 @@ func (e *schedEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally
 
 // replayFuzzInput runs one scheduled run from a FuzzScheduled input file's choices; a failing
 // run's report folder goes into reportDir.
-func replayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir string) (*Finding, error) {
+func replayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir string) (*program.Finding, error) {
 	data, err := fuzz.ReadInputFile(path)
 	if err != nil {
 		return nil, err
@@ -355,12 +279,12 @@ type stressOutcome struct {
 	Seed      uint64
 	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
 	Ops       int64
-	Counts    Counts
+	Counts    program.Counts
 	Measures  *timeline.Measures
 	ReportDir string // the folder with its measures page: passDir, or a failure's own
-	Finding   *Finding
+	Finding   *program.Finding
 	// NotPromised is the first thing the run saw the queue do that it does not promise.
-	NotPromised *Finding
+	NotPromised *program.Finding
 	Crashes     []linear.Crash // its crash rounds, when it crashed the server
 }
 
@@ -374,23 +298,23 @@ func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Durat
 	}
 	o := &stressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Measures: res.Measures, ReportDir: res.ReportDir, Crashes: res.Crashes}
 	if np := res.Verdict.NotPromised; len(np) > 0 {
-		o.NotPromised = &Finding{Violation: np[0], Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir}
+		o.NotPromised = &program.Finding{Violation: np[0], Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir}
 	}
 	if !res.Failed() {
 		return o, nil
 	}
 	v := res.Verdict
 	if v.Violation == nil {
-		return o, fmt.Errorf("stress seed %d: %s", res.Seed, oneLine(v.String()))
+		return o, fmt.Errorf("stress seed %d: %s", res.Seed, textfmt.OneLine(v.String()))
 	}
-	o.Finding = &Finding{Violation: v.Violation, Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress,
+	o.Finding = &program.Finding{Violation: v.Violation, Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress,
 		Trace: v.Explanation, ReportDir: res.ReportDir}
 	return o, nil
 }
 
 // saveFailingHistory saves the failing job's history of a report folder (the whole one when no
 // single job is to blame) as dst, marked with the property the checker must keep rejecting.
-func saveFailingHistory(reportDir, dst string, p Property) error {
+func saveFailingHistory(reportDir, dst string, p model.Property) error {
 	src := filepath.Join(reportDir, linear.ReportJob)
 	if _, err := os.Stat(src); err != nil {
 		src = filepath.Join(reportDir, linear.ReportHistory)
@@ -425,18 +349,3 @@ func CheckHistory(path, htmlOut string) (*HistoryVerdict, error) {
 	}
 	return &HistoryVerdict{OK: v.OK, Violation: v.Violation, Text: v.String(), Problems: v.Problems, Explanation: v.Explanation}, err
 }
-
-// fuzzInputFile is a scheduled run's choices as a FuzzScheduled corpus file.
-func fuzzInputFile(data []byte) []byte { return linear.FuzzInputFile(data) }
-
-// fuzzScheduledDir is FuzzScheduled's corpus folder, relative to the module root.
-var fuzzScheduledDir = filepath.Join("fuzz", fuzz.ScheduledCorpusDir)
-
-// safeName turns a name into a file-name part.
-func safeName(s string) string { return program.SafeName(s) }
-
-// The files of a concurrent run's report folder that a summary points to.
-const (
-	reportTimeline = linear.ReportTimeline
-	reportVerdict  = linear.ReportVerdict
-)

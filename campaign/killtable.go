@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"pgqcheck/internal/textfmt"
+	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
@@ -30,8 +32,8 @@ type KillRow struct {
 	Mutant, Bug string
 	Suite, Mode string
 	Caught      bool
-	Property    Property // what caught it, when caught
-	Verdict     string   // the catching verdict, one line
+	Property    model.Property // what caught it, when caught
+	Verdict     string         // the catching verdict, one line
 	Time        time.Duration
 	Checks      int64  // property runs (histories, in stress mode) until caught or given up
 	Err         string // the harness failed: no verdict
@@ -89,7 +91,7 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 	if scratch == "" {
 		dir, err := os.MkdirTemp("", "pgqcheck-mutants-")
 		if err != nil {
-			return nil, fmt.Errorf("creating a scratch folder: %v; check TMPDIR", unwrapPath(err))
+			return nil, fmt.Errorf("creating a scratch folder: %v; check TMPDIR", PathCause(err))
 		}
 		// A mutant's failure is expected: its report folders are scratch.
 		defer os.RemoveAll(dir)
@@ -226,7 +228,7 @@ func hunt(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, modeName
 		return nil
 	})
 	if err != nil {
-		row.Err = oneLine(err.Error())
+		row.Err = textfmt.OneLine(err.Error())
 	}
 	return row
 }
@@ -249,7 +251,7 @@ func checkCorrect(ctx context.Context, cfg KillConfig, q *sut.Queue) QueueRow {
 		return err
 	})
 	if err != nil {
-		row.Err = oneLine(err.Error())
+		row.Err = textfmt.OneLine(err.Error())
 	}
 	return row
 }

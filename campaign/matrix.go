@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
@@ -72,7 +73,7 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 	}
 	srv, err := pgserver.Start(ctx, o)
 	if err != nil {
-		row.Err = oneLine(err.Error())
+		row.Err = textfmt.OneLine(err.Error())
 		return row
 	}
 	defer srv.Close()
@@ -91,7 +92,7 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 		return nil
 	})
 	if err != nil {
-		row.Err = oneLine(err.Error())
+		row.Err = textfmt.OneLine(err.Error())
 		return row
 	}
 	logf("walkthrough %s", row.Walkthrough)
@@ -105,7 +106,7 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 		rep, err := Run(ctx, ctx, Config{Server: srv, Queue: sut.MustBuiltin(name), Mode: all, Workers: 1, Seed: cfg.Seed,
 			Duration: cfg.Duration, ShrinkTime: 5 * time.Second, PlanSizes: []int{cfg.DoneRows}})
 		if err != nil {
-			row.Err = oneLine(err.Error())
+			row.Err = textfmt.OneLine(err.Error())
 			return row
 		}
 		v := rep.Verdict
@@ -121,7 +122,7 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 
 	kt, err := HuntMutants(ctx, KillConfig{Server: srv, Mutants: cfg.Mutants, Budget: cfg.Budget, Seed: cfg.Seed})
 	if err != nil {
-		row.Err = oneLine(err.Error())
+		row.Err = textfmt.OneLine(err.Error())
 		return row
 	}
 	row.Rows = len(kt.Rows)
@@ -163,7 +164,7 @@ func PrintMatrix(w io.Writer, rows []MatrixRow, doneRows int) {
 			fmt.Fprintf(w, "| %s (%s) | error: %s |\n", r.Server, r.Version, r.Err)
 			continue
 		}
-		cells := []string{fmt.Sprintf("PostgreSQL %s (%s)", firstWord(r.Version), r.Server), r.Walkthrough}
+		cells := []string{fmt.Sprintf("PostgreSQL %s (%s)", textfmt.FirstWord(r.Version), r.Server), r.Walkthrough}
 		cells = append(cells, r.Verdicts...)
 		var waits []string
 		for i, n := range r.Waits {

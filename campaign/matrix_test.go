@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
@@ -18,16 +19,7 @@ import (
 func TestMatrixLocal(t *testing.T) {
 	suttest.SelfCheck(t, "./campaign")
 	t.Parallel()
-	ms, err := mutant.Load(moduleDir(t, "testdata/mutants"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var one []*mutant.Mutant
-	for _, m := range ms {
-		if m.Name == "complete-ignores-generation" {
-			one = append(one, m)
-		}
-	}
+	one := []*mutant.Mutant{suttest.Mutant(t, "complete-ignores-generation")}
 	var log bytes.Buffer
 	rows := Matrix(context.Background(), MatrixConfig{Servers: []string{"local"}, Duration: 2 * time.Second, Seed: 1,
 		Mutants: one, Budget: 30 * time.Second, DoneRows: 1000, Log: &log})
@@ -45,7 +37,7 @@ func TestMatrixLocal(t *testing.T) {
 	}
 	var table strings.Builder
 	PrintMatrix(&table, rows, 1000)
-	for _, want := range []string{"| server | walkthrough |", "PostgreSQL " + firstWord(r.Version) + " (local) | held | held", "3 of 3"} {
+	for _, want := range []string{"| server | walkthrough |", "PostgreSQL " + textfmt.FirstWord(r.Version) + " (local) | held | held", "3 of 3"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, table.String())
 		}

@@ -3,6 +3,7 @@ package campaign
 import (
 	"fmt"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear"
 	"pgqcheck/timeline"
 )
@@ -13,7 +14,7 @@ import (
 func MeasuresPage(path, htmlOut string) (*timeline.Measures, error) {
 	h, err := linear.Load(path)
 	if err != nil {
-		return nil, &InputError{fmt.Sprintf("%s is not a history (%s); pass a history.json from a report folder", path, oneLine(err.Error()))}
+		return nil, &InputError{fmt.Sprintf("%s is not a history (%s); pass a history.json from a report folder", path, textfmt.OneLine(err.Error()))}
 	}
 	return linear.WriteMeasures(h, htmlOut)
 }

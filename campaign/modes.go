@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"pgqcheck/linear"
+	"pgqcheck/model"
+	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
@@ -23,7 +25,7 @@ import (
 type Mode interface {
 	Name() string
 	// Properties lists the properties that the mode's rounds check.
-	Properties() []Property
+	Properties() []model.Property
 	// Start prepares one worker's hunter. The database is fresh and the queue installed.
 	Start(ctx context.Context, w *Worker) (Hunter, error)
 }
@@ -107,8 +109,8 @@ func (m sequential) Name() string {
 	return "sequential"
 }
 
-func (sequential) Properties() []Property {
-	return []Property{PClaimOrder, PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PDBTime, PNoErrors}
+func (sequential) Properties() []model.Property {
+	return program.SequentialProperties
 }
 
 func (m sequential) Start(ctx context.Context, w *Worker) (Hunter, error) {
@@ -162,8 +164,8 @@ type stress struct{}
 
 func (stress) Name() string { return "stress" }
 
-func (stress) Properties() []Property {
-	return []Property{PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PLinearizable, PDBTime, PNoErrors}
+func (stress) Properties() []model.Property {
+	return program.ConcurrentProperties
 }
 
 // stressRound is how long a round's traffic runs; the drain and the check come on top.
@@ -172,7 +174,7 @@ const stressRound = 2 * time.Second
 func (stress) Start(ctx context.Context, w *Worker) (Hunter, error) {
 	dir := filepath.Join(w.Saver.Reports, "histories")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %v", dir, unwrapPath(err))
+		return nil, fmt.Errorf("creating %s: %v", dir, PathCause(err))
 	}
 	return &stressHunter{w: w, dir: dir, pass: filepath.Join(w.Saver.Reports, fmt.Sprintf("stress-latest-w%d", w.Index))}, nil
 }
@@ -222,8 +224,8 @@ type scheduled struct{}
 
 func (scheduled) Name() string { return "scheduled" }
 
-func (scheduled) Properties() []Property {
-	return []Property{PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked, PRecovery, PLinearizable, PDBTime, PNoErrors}
+func (scheduled) Properties() []model.Property {
+	return program.ConcurrentProperties
 }
 
 func (scheduled) Start(ctx context.Context, w *Worker) (Hunter, error) {
@@ -231,7 +233,7 @@ func (scheduled) Start(ctx context.Context, w *Worker) (Hunter, error) {
 	// each failing run rewrites it, so what is left is the shrunk failure's.
 	dir := filepath.Join(w.Saver.Reports, "scheduled")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %v", dir, unwrapPath(err))
+		return nil, fmt.Errorf("creating %s: %v", dir, PathCause(err))
 	}
 	return &schedHunter{w: w, e: newSchedEngine(ctx, w.In, fmt.Sprintf("%s-w%d", w.Queue.Name, w.Index), dir)}, nil
 }
@@ -275,9 +277,9 @@ func (m mixed) Name() string {
 	return strings.Join(names, "+")
 }
 
-func (m mixed) Properties() []Property {
-	seen := map[Property]bool{}
-	var out []Property
+func (m mixed) Properties() []model.Property {
+	seen := map[model.Property]bool{}
+	var out []model.Property
 	for _, one := range m.modes {
 		for _, p := range one.Properties() {
 			if !seen[p] {

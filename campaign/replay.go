@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"pgqcheck/internal/textfmt"
+	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 )
@@ -29,9 +31,9 @@ func replaySaved(ctx context.Context, in *sut.Installed, s *Saver) (fs []*Failur
 	for _, file := range files {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return fs, fmt.Errorf("reading the saved program %s: %v", file, unwrapPath(err))
+			return fs, fmt.Errorf("reading the saved program %s: %v", file, PathCause(err))
 		}
-		p, err := parseProgram(string(b))
+		p, err := program.Parse(string(b))
 		if err != nil {
 			return fs, fmt.Errorf("saved program %s: %v; fix or delete it", file, err)
 		}
@@ -59,7 +61,7 @@ type Replayed struct {
 	Kind  string // "program", "scheduled program", "fuzz input", "history"
 	Queue string // the queue judged (a history names its own)
 	// Finding is the broken promise (nil: the case held).
-	Finding *Finding
+	Finding *program.Finding
 	// Trace is the program as it ran, with the queue's answers (programs).
 	Trace string
 	// History is a saved history's verdict.
@@ -87,7 +89,7 @@ func (e *InputError) Error() string { return e.Msg }
 func ReplayFile(ctx context.Context, srv func() (*pgserver.Server, error), q *sut.Queue, path string) (*Replayed, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &InputError{fmt.Sprintf("%s cannot be read (%v); pass an .ops program, a FuzzScheduled input or a history.json", path, unwrapPath(err))}
+		return nil, &InputError{fmt.Sprintf("%s cannot be read (%v); pass an .ops program, a FuzzScheduled input or a history.json", path, PathCause(err))}
 	}
 	r := &Replayed{File: path, Queue: q.Source}
 	text := bytes.TrimSpace(b)
@@ -99,10 +101,10 @@ func ReplayFile(ctx context.Context, srv func() (*pgserver.Server, error), q *su
 	default:
 		r.Kind = "program"
 	}
-	var p *savedProgram
+	var p *program.Program
 	if r.Kind == "program" {
-		if p, err = parseProgram(string(b)); err != nil {
-			return nil, &InputError{fmt.Sprintf("%s is not an .ops program (%v); pass an .ops program, a FuzzScheduled input or a history.json", path, oneLine(err.Error()))}
+		if p, err = program.Parse(string(b)); err != nil {
+			return nil, &InputError{fmt.Sprintf("%s is not an .ops program (%v); pass an .ops program, a FuzzScheduled input or a history.json", path, textfmt.OneLine(err.Error()))}
 		}
 		if len(p.Ops) == 0 {
 			return nil, &InputError{fmt.Sprintf("%s holds no operations; pass an .ops program with one operation per line", path)}
@@ -150,14 +152,14 @@ func ReplayFile(ctx context.Context, srv func() (*pgserver.Server, error), q *su
 func ReplayHistory(path, htmlOut string) (*Replayed, error) {
 	v, err := CheckHistory(path, htmlOut)
 	if v == nil {
-		return nil, &InputError{fmt.Sprintf("%s is not a history (%s); pass a history.json from a report folder", path, oneLine(fmt.Sprint(err)))}
+		return nil, &InputError{fmt.Sprintf("%s is not a history (%s); pass a history.json from a report folder", path, textfmt.OneLine(fmt.Sprint(err)))}
 	}
 	return &Replayed{File: path, Kind: "history", History: v}, err
 }
 
 // Print writes the verdict and the program with the queue's answers.
 func (r *Replayed) Print(w io.Writer) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p := lines(w)
 	p("replay: %s (%s)", r.File, r.Kind)
 	if h := r.History; h != nil {
 		p("%s", h.Text)

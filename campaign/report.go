@@ -28,31 +28,31 @@ const ReportFormat = 2
 // Report is a campaign's result: where it ran, what it exercised, what held and what failed,
 // and how to replay each failure.
 type Report struct {
-	Format        int         `json:"format"`
-	Tool          string      `json:"tool"`
-	Started       time.Time   `json:"started"`
-	Finished      time.Time   `json:"finished"`
-	ElapsedS      float64     `json:"elapsed_s"`
-	Requested     string      `json:"requested_duration,omitempty"`
-	StopReason    string      `json:"stop_reason"`
-	Interrupted   bool        `json:"interrupted,omitempty"`
-	Backend       string      `json:"backend"`
-	ServerVersion string      `json:"server_version"`
-	Where         string      `json:"where"`
-	Queue         QueueInfo   `json:"queue"`
-	Mode          string      `json:"mode"`
-	Workers       int         `json:"workers"`
-	Seed          uint64      `json:"seed"`
-	ReplayRoot    string      `json:"replay_root"`
-	Checks        int64       `json:"checks"`
-	Ops           int64       `json:"ops"`
-	Histories     int64       `json:"histories"`
-	ShrinkRuns    int64       `json:"shrink_runs"`
-	ChecksPerS    float64     `json:"checks_per_s"`
-	OpsPerS       float64     `json:"ops_per_s"`
-	Counts        Counts      `json:"counts"`
-	Properties    []*PropStat `json:"properties"`
-	Failures      []*Failure  `json:"failures"`
+	Format        int            `json:"format"`
+	Tool          string         `json:"tool"`
+	Started       time.Time      `json:"started"`
+	Finished      time.Time      `json:"finished"`
+	ElapsedS      float64        `json:"elapsed_s"`
+	Requested     string         `json:"requested_duration,omitempty"`
+	StopReason    string         `json:"stop_reason"`
+	Interrupted   bool           `json:"interrupted,omitempty"`
+	Backend       string         `json:"backend"`
+	ServerVersion string         `json:"server_version"`
+	Where         string         `json:"where"`
+	Queue         QueueInfo      `json:"queue"`
+	Mode          string         `json:"mode"`
+	Workers       int            `json:"workers"`
+	Seed          uint64         `json:"seed"`
+	ReplayRoot    string         `json:"replay_root"`
+	Checks        int64          `json:"checks"`
+	Ops           int64          `json:"ops"`
+	Histories     int64          `json:"histories"`
+	ShrinkRuns    int64          `json:"shrink_runs"`
+	ChecksPerS    float64        `json:"checks_per_s"`
+	OpsPerS       float64        `json:"ops_per_s"`
+	Counts        program.Counts `json:"counts"`
+	Properties    []*PropStat    `json:"properties"`
+	Failures      []*Failure     `json:"failures"`
 	// NotPromised is the first thing the queue was seen doing that it does not promise, with
 	// its reduced program (sequential mode) or the job's history (concurrent modes).
 	NotPromised   *Failure     `json:"not_promised,omitempty"`
@@ -95,12 +95,12 @@ type QueueInfo struct {
 
 // PropStat is one property's outcome in a run.
 type PropStat struct {
-	Number      Property `json:"number"`
-	Name        string   `json:"name"`
-	Status      string   `json:"status"` // held, violated, not checked; for 10: flat, GROWS
-	Failures    int      `json:"failures"`
-	Exercised   int64    `json:"exercised"`
-	ExercisedBy string   `json:"exercised_by"`
+	Number      model.Property `json:"number"`
+	Name        string         `json:"name"`
+	Status      string         `json:"status"` // held, violated, not checked; for 10: flat, GROWS
+	Failures    int            `json:"failures"`
+	Exercised   int64          `json:"exercised"`
+	ExercisedBy string         `json:"exercised_by"`
 }
 
 // Property statuses.
@@ -120,17 +120,17 @@ const (
 // Failure is one violation found, with what shows and replays it. Property is the typed value
 // the engine detected; the JSON keeps its number.
 type Failure struct {
-	Property     Property `json:"property"`
-	PropertyName string   `json:"property_name"`
-	Verdict      string   `json:"verdict"`           // one line, "property N (name): what happened"
-	Program      string   `json:"program,omitempty"` // the .ops program that replays it
-	Trace        string   `json:"trace,omitempty"`   // the program as it ran, with the queue's answers
-	Model        string   `json:"model,omitempty"`   // what the model held when it stopped
-	Mode         string   `json:"mode"`
-	Worker       int      `json:"worker"`
-	Round        int      `json:"round"`
-	Seed         uint64   `json:"seed,omitempty"` // the round's seed (rapid.seed of its search; stress mode's seed)
-	FoundAfterS  float64  `json:"found_after_s"`  // since the campaign started
+	Property     model.Property `json:"property"`
+	PropertyName string         `json:"property_name"`
+	Verdict      string         `json:"verdict"`           // one line, "property N (name): what happened"
+	Program      string         `json:"program,omitempty"` // the .ops program that replays it
+	Trace        string         `json:"trace,omitempty"`   // the program as it ran, with the queue's answers
+	Model        string         `json:"model,omitempty"`   // what the model held when it stopped
+	Mode         string         `json:"mode"`
+	Worker       int            `json:"worker"`
+	Round        int            `json:"round"`
+	Seed         uint64         `json:"seed,omitempty"` // the round's seed (rapid.seed of its search; stress mode's seed)
+	FoundAfterS  float64        `json:"found_after_s"`  // since the campaign started
 	// ProgramFile is the saved .ops program (TestPropPrograms replays it); FuzzFile, a scheduled
 	// failure's FuzzScheduled corpus entry; ReplayFile, a stress failure's saved history.
 	// ReplayCommand is the one `pgqcheck replay` (or, for a history, `go test`) line.
@@ -145,16 +145,16 @@ type Failure struct {
 	Known          bool    `json:"known,omitempty"`      // a case saved earlier that still fails
 	Flaky          bool    `json:"flaky,omitempty"`      // the failing run did not fail again when replayed
 
-	foundAt time.Time // when the first failing run ended
-	finding *Finding  // the engine's finding, in this process
+	foundAt time.Time        // when the first failing run ended
+	finding *program.Finding // the engine's finding, in this process
 }
 
 // Finding is the engine's finding behind a failure found in this process (nil for one read
 // back from a report).
-func (f *Failure) Finding() *Finding { return f.finding }
+func (f *Failure) Finding() *program.Finding { return f.finding }
 
 // newFailure records a finding of a mode's round.
-func newFailure(f *Finding, mode string, worker, round int, seed uint64) *Failure {
+func newFailure(f *program.Finding, mode string, worker, round int, seed uint64) *Failure {
 	p := f.Property()
 	prog := ""
 	if f.Program != nil {
@@ -167,34 +167,34 @@ func newFailure(f *Finding, mode string, worker, round int, seed uint64) *Failur
 // allProperties are the design's properties, in order. 10 (claim cost) is a measurement, made
 // after the campaign: it flags a claim whose cost grows with done rows, and is reported, not
 // counted as a violation (timings on shared machines are not verdicts).
-var allProperties = []Property{PClaimOrder, PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked,
-	PRecovery, PLinearizable, PDBTime, PNoErrors, PClaimCost}
+var allProperties = []model.Property{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked,
+	model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors, model.PClaimCost}
 
 // exercised says how often a run gave a property something to check.
-func exercised(p Property, r *Report) (int64, string) {
+func exercised(p model.Property, r *Report) (int64, string) {
 	c := r.Counts
 	switch p {
-	case PClaimOrder, PExclusion, PGenerations:
+	case model.PClaimOrder, model.PExclusion, model.PGenerations:
 		return c.Claims, "claims that returned a job"
-	case PFencing:
+	case model.PFencing:
 		return c.Completions + c.RejectedCompletions, fmt.Sprintf("completions (%d refused, %d with an older token)", c.RejectedCompletions, c.StaleTokenCompletion)
-	case PDoneOnce:
+	case model.PDoneOnce:
 		return c.Completions + c.DrainedJobs, fmt.Sprintf("jobs completed (%d by drains)", c.DrainedJobs)
-	case PSkipLocked:
+	case model.PSkipLocked:
 		return c.Locks, fmt.Sprintf("row locks held by lockers (%d released, %d cancelled, %d terminated)", c.Releases, c.Cancels, c.Terminates)
-	case PRecovery:
+	case model.PRecovery:
 		return c.Expiries + c.Pauses + c.Drains, fmt.Sprintf("expiries, pauses past a lease and drains (%d jobs drained, %d empty claims)", c.DrainedJobs, c.EmptyClaims)
-	case PLinearizable:
+	case model.PLinearizable:
 		return r.Histories, "concurrent histories checked"
-	case PDBTime, PNoErrors:
+	case model.PDBTime, model.PNoErrors:
 		return r.Ops, "operations run and checked"
 	}
 	return 0, "measured by a separate benchmark, not by run"
 }
 
 // fillProperties computes each property's status from the failures and the modes' coverage.
-func (r *Report) fillProperties(checked []Property) {
-	on := map[Property]bool{}
+func (r *Report) fillProperties(checked []model.Property) {
+	on := map[model.Property]bool{}
 	for _, p := range checked {
 		on[p] = true
 	}
@@ -226,7 +226,7 @@ func (r *Report) fillProperties(checked []Property) {
 func (r *Report) setClaimCost(c *plan.Report) {
 	r.ClaimCost = c
 	for _, ps := range r.Properties {
-		if ps.Number != PClaimCost || !c.Measurable {
+		if ps.Number != model.PClaimCost || !c.Measurable {
 			continue
 		}
 		ps.Status, ps.Exercised, ps.ExercisedBy = StatusFlat, int64(len(c.Rows)), "states measured with EXPLAIN (ANALYZE, BUFFERS)"
@@ -248,10 +248,39 @@ func (r *Report) decideVerdict() {
 	}
 }
 
-// Summary writes the short human summary of a report.
+// Summary writes the short human summary of a report: the run and what it exercised, the
+// properties, what it measured, each failure, and the verdict.
 func (r *Report) Summary(w io.Writer) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	p("pgqcheck run: queue %s (%s), %s backend, PostgreSQL %s", r.Queue.Name, r.Queue.Source, r.Backend, firstWord(r.ServerVersion))
+	p := lines(w)
+	r.summaryRun(p)
+	r.summaryProperties(p)
+	r.summaryMeasured(p)
+	for i, f := range r.Failures {
+		f.summary(p, i+1)
+	}
+	for _, e := range r.HarnessErrors {
+		p("  harness error: %s", e)
+	}
+	r.summaryVerdict(p)
+}
+
+// printer writes one line of a summary.
+type printer func(format string, args ...any)
+
+func lines(w io.Writer) printer {
+	return func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+}
+
+// indented writes each line of text four blanks in.
+func (p printer) indented(text string) {
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		p("    %s", l)
+	}
+}
+
+// summaryRun is where the run ran, how long, and what it exercised.
+func (r *Report) summaryRun(p printer) {
+	p("pgqcheck run: queue %s (%s), %s backend, PostgreSQL %s", r.Queue.Name, r.Queue.Source, r.Backend, textfmt.FirstWord(r.ServerVersion))
 	if len(r.Shards) > 0 {
 		p("  merged from %d shard reports: %s", len(r.Shards), strings.Join(r.Shards, ", "))
 	}
@@ -271,6 +300,10 @@ func (r *Report) Summary(w io.Writer) {
 	if c.ClaimWaits > 0 {
 		p("  observed: %s claim(s) waited behind a row lock the stress chaos injected (exempt as an injected fault; Prop and scheduled mode judge skip-don't-wait strictly)", num(c.ClaimWaits))
 	}
+}
+
+// summaryProperties is the properties table: status, number, name, what exercised each.
+func (r *Report) summaryProperties(p printer) {
 	p("  properties:")
 	for _, ps := range r.Properties {
 		extra := ""
@@ -279,19 +312,20 @@ func (r *Report) Summary(w io.Writer) {
 		}
 		p("    %-12s %2d %-22s %s %s%s", ps.Status, int(ps.Number), ps.Name, num(ps.Exercised), ps.ExercisedBy, extra)
 	}
+}
+
+// summaryMeasured is what the run saw besides failures: the first thing the queue did that it
+// does not promise, the latest stress round's measures, the claim cost.
+func (r *Report) summaryMeasured(p printer) {
 	if f := r.NotPromised; f != nil {
 		p("  not promised, first seen (%s mode, worker %d): %s", f.Mode, f.Worker, f.Verdict)
 		if f.Trace != "" {
-			for _, l := range strings.Split(strings.TrimRight(f.Trace, "\n"), "\n") {
-				p("    %s", l)
-			}
+			p.indented(f.Trace)
 		}
 	}
 	if st := r.Stress; st != nil && st.Measures != nil {
 		p("  latest stress round (worker %d, round %d, seed %d):", st.Worker, st.Round, st.Seed)
-		for _, l := range strings.Split(strings.TrimRight(st.Measures.Summary(), "\n"), "\n") {
-			p("    %s", l)
-		}
+		p.indented(st.Measures.Summary())
 		if st.Page != "" {
 			p("    measures page: %s", st.Page)
 		}
@@ -299,56 +333,55 @@ func (r *Report) Summary(w io.Writer) {
 	if c := r.ClaimCost; c != nil {
 		p("  claim cost: %s", c.Verdict)
 		if c.Measurable {
-			for _, l := range strings.Split(strings.TrimRight(c.Summary(), "\n"), "\n") {
-				p("    %s", l)
-			}
+			p.indented(c.Summary())
 		}
 	}
-	for i, f := range r.Failures {
-		tag := ""
-		if f.Known {
-			tag = " (a saved case that still fails)"
-		}
-		if f.Flaky {
-			tag += " (flaky: it did not fail again when replayed)"
-		}
-		p("  failure %d%s, %s mode, worker %d after %s (shrunk in %s): %s", i+1, tag, f.Mode, f.Worker,
-			Round(seconds(f.FoundAfterS)), Round(seconds(f.ShrinkS)), f.Verdict)
-		if f.Trace != "" {
-			switch f.Mode {
-			case "sequential":
-				p("    program (queue's answers):")
-			case "stress":
-				p("    the failing job's longest legal order, then the operation that cannot come next:")
-			} // a scheduled trace heads its own parts: prefix, concurrent, interleaving
-			for _, l := range strings.Split(strings.TrimRight(f.Trace, "\n"), "\n") {
-				p("    %s", l)
-			}
-		}
-		if f.Model != "" {
-			p("    model now: %s", f.Model)
-		}
-		if f.ReportDir != "" {
-			p("    report: %s (%s, %s, %s)", f.ReportDir, reportTimeline, linear.ReportMeasures, reportVerdict)
-		}
-		if f.ProgramFile != "" {
-			p("    program: %s", f.ProgramFile)
-			p("    go test: %s", f.ProgramCommand)
-		}
-		if f.FuzzFile != "" {
-			p("    fuzz input: %s", f.FuzzFile)
-			p("    go test:    %s", f.FuzzCommand)
-		}
-		if f.ReplayFile != "" {
-			p("    saved:  %s", f.ReplayFile)
-		}
-		if f.ReplayCommand != "" {
-			p("    replay: %s", f.ReplayCommand)
-		}
+}
+
+// summary is failure number n: how it was found, its trace and where its case is kept.
+func (f *Failure) summary(p printer, n int) {
+	tag := ""
+	if f.Known {
+		tag = " (a saved case that still fails)"
 	}
-	for _, e := range r.HarnessErrors {
-		p("  harness error: %s", e)
+	if f.Flaky {
+		tag += " (flaky: it did not fail again when replayed)"
 	}
+	p("  failure %d%s, %s mode, worker %d after %s (shrunk in %s): %s", n, tag, f.Mode, f.Worker,
+		Round(seconds(f.FoundAfterS)), Round(seconds(f.ShrinkS)), f.Verdict)
+	if f.Trace != "" {
+		switch f.Mode {
+		case "sequential":
+			p("    program (queue's answers):")
+		case "stress":
+			p("    the failing job's longest legal order, then the operation that cannot come next:")
+		} // a scheduled trace heads its own parts: prefix, concurrent, interleaving
+		p.indented(f.Trace)
+	}
+	if f.Model != "" {
+		p("    model now: %s", f.Model)
+	}
+	if f.ReportDir != "" {
+		p("    report: %s (%s, %s, %s)", f.ReportDir, linear.ReportTimeline, linear.ReportMeasures, linear.ReportVerdict)
+	}
+	if f.ProgramFile != "" {
+		p("    program: %s", f.ProgramFile)
+		p("    go test: %s", f.ProgramCommand)
+	}
+	if f.FuzzFile != "" {
+		p("    fuzz input: %s", f.FuzzFile)
+		p("    go test:    %s", f.FuzzCommand)
+	}
+	if f.ReplayFile != "" {
+		p("    saved:  %s", f.ReplayFile)
+	}
+	if f.ReplayCommand != "" {
+		p("    replay: %s", f.ReplayCommand)
+	}
+}
+
+// summaryVerdict is the last line.
+func (r *Report) summaryVerdict(p printer) {
 	switch r.Verdict {
 	case VerdictHeld:
 		if n := r.Counts.NotPromised; n > 0 {
@@ -366,7 +399,7 @@ func (r *Report) Summary(w io.Writer) {
 // Write saves the report as DIR/run-<queue>-<start>.json with its summary next to it (.txt),
 // and returns the JSON's path.
 func (r *Report) Write(dir string) (string, error) {
-	base := filepath.Join(dir, fmt.Sprintf("run-%s-%s", safeName(r.Queue.Name), r.Started.Format("20060102-150405")))
+	base := filepath.Join(dir, fmt.Sprintf("run-%s-%s", program.SafeName(r.Queue.Name), r.Started.Format("20060102-150405")))
 	if st := r.Stress; st != nil && st.Page != "" {
 		// The page sits beside the report, where the next campaign's rounds do not rewrite it.
 		// A campaign run without a report folder has removed the round's folder by now.
@@ -377,11 +410,11 @@ func (r *Report) Write(dir string) (string, error) {
 			st.Page = ""
 		case err == nil:
 			if err := os.WriteFile(page, b, 0o644); err != nil {
-				return "", fmt.Errorf("writing %s: %v; pass a writable report folder", page, unwrapPath(err))
+				return "", fmt.Errorf("writing %s: %v; pass a writable report folder", page, PathCause(err))
 			}
 			st.Page = page
 		default:
-			return "", fmt.Errorf("reading the stress round's measures page: %v", unwrapPath(err))
+			return "", fmt.Errorf("reading the stress round's measures page: %v", PathCause(err))
 		}
 	}
 	if err := WriteJSON(base+".json", r); err != nil {
@@ -390,7 +423,7 @@ func (r *Report) Write(dir string) (string, error) {
 	var sum strings.Builder
 	r.Summary(&sum)
 	if err := os.WriteFile(base+".txt", []byte(sum.String()), 0o644); err != nil {
-		return "", fmt.Errorf("writing %s.txt: %v; pass a writable report folder", base, unwrapPath(err))
+		return "", fmt.Errorf("writing %s.txt: %v; pass a writable report folder", base, PathCause(err))
 	}
 	return base + ".json", nil
 }
@@ -403,10 +436,10 @@ func WriteJSON(path string, v any) error {
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %v; pass a writable path", path, unwrapPath(err))
+		return fmt.Errorf("writing %s: %v; pass a writable path", path, PathCause(err))
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing %s: %v; pass a writable path", path, unwrapPath(err))
+		return fmt.Errorf("writing %s: %v; pass a writable path", path, PathCause(err))
 	}
 	return nil
 }
@@ -416,7 +449,7 @@ func WriteJSON(path string, v any) error {
 func ReadReport(path string) (*Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s cannot be read (%v); pass a report JSON written by pgqcheck run", path, unwrapPath(err))
+		return nil, fmt.Errorf("%s cannot be read (%v); pass a report JSON written by pgqcheck run", path, PathCause(err))
 	}
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -436,7 +469,7 @@ func ReadReport(path string) (*Report, error) {
 func Merge(paths []string, rs []*Report) (*Report, error) {
 	m := &Report{Format: ReportFormat, Tool: rs[0].Tool, Queue: rs[0].Queue, Mode: rs[0].Mode, Seed: rs[0].Seed, ReplayRoot: rs[0].ReplayRoot}
 	var backends, versions, wheres, reasons []string
-	checked := map[Property]bool{}
+	checked := map[model.Property]bool{}
 	for i, r := range rs {
 		if r.Queue.Name != m.Queue.Name {
 			return nil, fmt.Errorf("%s judged queue %s but %s judged %s; merge shards of one queue", paths[i], r.Queue.Name, paths[0], m.Queue.Name)
@@ -497,7 +530,7 @@ func Merge(paths []string, rs []*Report) (*Report, error) {
 	}
 	m.Backend, m.ServerVersion, m.Where = strings.Join(backends, ", "), strings.Join(versions, ", "), strings.Join(wheres, "; ")
 	m.StopReason = strings.Join(reasons, "; ")
-	var on []Property
+	var on []model.Property
 	for p := range checked {
 		on = append(on, p)
 	}
@@ -517,13 +550,6 @@ func appendNew(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
-}
-
-func firstWord(s string) string {
-	if f := strings.Fields(s); len(f) > 0 {
-		return f[0]
-	}
-	return s
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -12,8 +12,18 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/internal/textfmt"
+	"pgqcheck/corpus"
+	"pgqcheck/fuzz"
+	"pgqcheck/linear"
+	"pgqcheck/program"
 	"pgqcheck/sut"
+)
+
+// Where cases are kept, relative to the module root: saved programs (where TestPropPrograms
+// replays them) and FuzzScheduled's corpus.
+var (
+	foundDir         = filepath.Join(corpus.Dir, "found")
+	fuzzScheduledDir = filepath.Join("fuzz", fuzz.ScheduledCorpusDir)
 )
 
 // Saver puts replayable cases where plain `go test` (and `pgqcheck replay`) finds them. A case
@@ -44,13 +54,13 @@ func (s *Saver) savedPrograms() []string {
 // keepProgram saves a finding's program under testdata/programs/found, where TestPropPrograms
 // replays it on every `go test`, and a campaign's start replays it on the queue it judges. The
 // header's mode says which engine replays it.
-func (s *Saver) keepProgram(fl *Failure, f *Finding, q *sut.Queue) error {
+func (s *Saver) keepProgram(fl *Failure, f *program.Finding, q *sut.Queue) error {
 	if !s.keeps() || f.Program == nil {
 		return nil
 	}
-	path, _, err := saveProgram(s.Root, f, "pgqcheck run")
+	path, _, err := corpus.Save(s.Root, f, "pgqcheck run")
 	if err != nil {
-		return fmt.Errorf("saving the reduced program: %v", unwrapPath(err))
+		return fmt.Errorf("saving the reduced program: %v", PathCause(err))
 	}
 	s.pointToProgram(fl, path, q)
 	return nil
@@ -75,13 +85,13 @@ func (s *Saver) keepFuzzInput(fl *Failure, data []byte, q *sut.Queue) error {
 	}
 	dir := filepath.Join(s.Root, fuzzScheduledDir)
 	sum := sha256.Sum256(data)
-	name := "found-" + safeName(q.Name) + "-" + hex.EncodeToString(sum[:6])
+	name := "found-" + program.SafeName(q.Name) + "-" + hex.EncodeToString(sum[:6])
 	path := filepath.Join(dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("saving the fuzz input: %v", unwrapPath(err))
+		return fmt.Errorf("saving the fuzz input: %v", PathCause(err))
 	}
-	if err := os.WriteFile(path, fuzzInputFile(data), 0o644); err != nil {
-		return fmt.Errorf("saving the fuzz input: %v", unwrapPath(err))
+	if err := os.WriteFile(path, linear.FuzzInputFile(data), 0o644); err != nil {
+		return fmt.Errorf("saving the fuzz input: %v", PathCause(err))
 	}
 	fl.FuzzFile = path
 	fl.FuzzCommand = s.goTest("^FuzzScheduled$/^"+regexp.QuoteMeta(name)+"$", q, "./fuzz")
@@ -91,14 +101,14 @@ func (s *Saver) keepFuzzInput(fl *Failure, data []byte, q *sut.Queue) error {
 
 // keepHistory saves a stress failure's history under testdata/histories, marked with the
 // property it breaks, where TestLinearHistories re-checks it on every `go test`.
-func (s *Saver) keepHistory(fl *Failure, f *Finding, q *sut.Queue) error {
+func (s *Saver) keepHistory(fl *Failure, f *program.Finding, q *sut.Queue) error {
 	if !s.keeps() || f.ReportDir == "" {
 		return nil
 	}
-	name := "found-" + safeName(q.Name) + "-stress-" + time.Now().UTC().Format("20060102T150405")
+	name := "found-" + program.SafeName(q.Name) + "-stress-" + time.Now().UTC().Format("20060102T150405")
 	dst := filepath.Join(s.Root, "testdata", "histories", name+".json")
 	if err := saveFailingHistory(f.ReportDir, dst, f.Property()); err != nil {
-		return fmt.Errorf("saving the history as %s: %v", dst, unwrapPath(err))
+		return fmt.Errorf("saving the history as %s: %v", dst, PathCause(err))
 	}
 	fl.ReplayFile = dst
 	fl.ReplayCommand = "cd " + shellQuote(s.Root) + " && go test -count=1 -run '^TestLinearHistories$/^" + regexp.QuoteMeta(name) + "$' .   (timeline: pgqcheck check-history " + shellQuote(dst) + " -html t.html)"
@@ -137,36 +147,11 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// ModuleRoot finds the pgqcheck module's root at or above dir: replayable cases go under its
-// testdata/, where `go test` in that folder looks for them.
-func ModuleRoot(dir string) (string, bool) {
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(l); len(f) == 2 && f[0] == "module" && f[1] == "pgqcheck" {
-					return dir, true
-				}
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-}
-
 // PathCause is a file-system error without the path and operation (the message names them).
-func PathCause(err error) error { return unwrapPath(err) }
-
-func unwrapPath(err error) error {
+func PathCause(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
 	}
 	return err
 }
-
-// oneLine folds text onto one line, for errors that must print as one.
-var oneLine = textfmt.OneLine

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"pgqcheck/internal/modroot"
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
@@ -100,11 +101,11 @@ func WorstVerdict(rs []*Report) string {
 // does not end by failing to save its result.
 func WritableDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return unwrapPath(err)
+		return PathCause(err)
 	}
 	f, err := os.CreateTemp(dir, ".pgqcheck-probe-*")
 	if err != nil {
-		return unwrapPath(err)
+		return PathCause(err)
 	}
 	f.Close()
 	return os.Remove(f.Name())
@@ -114,7 +115,7 @@ func WritableDir(dir string) error {
 // above wd; its testdata/ must be writable.
 func CaseRoot(root, wd string) (string, error) {
 	if root == "" {
-		r, ok := ModuleRoot(wd)
+		r, ok := modroot.Find(wd)
 		if !ok {
 			return "", &InputError{"not inside the pgqcheck module, so failing cases would not be where go test replays them; run from the module or pass --corpus DIR"}
 		}

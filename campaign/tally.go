@@ -6,10 +6,6 @@ import (
 	"pgqcheck/program"
 )
 
-// Counts says what a campaign actually exercised: a run that "held" for an hour means little
-// if it never presented a stale generation. Every mode keeps the same counts.
-type Counts = program.Counts
-
 // Tally is what a campaign's workers have done so far, updated as operations run so the progress
 // line moves during long rounds.
 type Tally struct {
@@ -19,7 +15,7 @@ type Tally struct {
 	histories  int64 // concurrent histories checked
 	shrinkRuns int64
 	shrinking  int // workers currently minimising a failure
-	counts     Counts
+	counts     program.Counts
 	stress     *StressRound // the latest stress round that wrote a report folder
 	// notPromised is the first thing the queue was seen doing that it does not promise.
 	notPromised *Failure
@@ -56,7 +52,7 @@ func (t *Tally) latestStress() *StressRound {
 type TallySnapshot struct {
 	Checks, Ops, Histories, ShrinkRuns int64
 	Shrinking                          int
-	Counts                             Counts
+	Counts                             program.Counts
 }
 
 // Snapshot copies the numbers so far.
@@ -67,7 +63,7 @@ func (t *Tally) Snapshot() TallySnapshot {
 }
 
 // observe adds the steps of a program being searched and what they exercised.
-func (t *Tally) observe(steps int, c Counts) {
+func (t *Tally) observe(steps int, c program.Counts) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.ops += int64(steps)
@@ -75,10 +71,10 @@ func (t *Tally) observe(steps int, c Counts) {
 }
 
 // AddChecks, AddHistories, AddOps and AddCounts let every mode report its work.
-func (t *Tally) AddChecks(n int64)    { t.mu.Lock(); t.checks += n; t.mu.Unlock() }
-func (t *Tally) AddHistories(n int64) { t.mu.Lock(); t.histories += n; t.mu.Unlock() }
-func (t *Tally) AddOps(n int64)       { t.mu.Lock(); t.ops += n; t.mu.Unlock() }
-func (t *Tally) AddCounts(c Counts)   { t.mu.Lock(); t.counts.Add(c); t.mu.Unlock() }
+func (t *Tally) AddChecks(n int64)          { t.mu.Lock(); t.checks += n; t.mu.Unlock() }
+func (t *Tally) AddHistories(n int64)       { t.mu.Lock(); t.histories += n; t.mu.Unlock() }
+func (t *Tally) AddOps(n int64)             { t.mu.Lock(); t.ops += n; t.mu.Unlock() }
+func (t *Tally) AddCounts(c program.Counts) { t.mu.Lock(); t.counts.Add(c); t.mu.Unlock() }
 
 func (t *Tally) shrinkRun()      { t.mu.Lock(); t.shrinkRuns++; t.mu.Unlock() }
 func (t *Tally) setShrink(d int) { t.mu.Lock(); t.shrinking += d; t.mu.Unlock() }

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"pgqcheck/internal/pgerr"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/sut"
 )
@@ -279,8 +279,7 @@ func (l *Lab) copies(ctx context.Context, kind string, n int, wantIDs bool) ([]i
 	q := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s t CROSS JOIN generate_series(1, $1) g WHERE t.pgqcheck_kind = $2 ORDER BY g`,
 		l.table, l.cols, l.cols, templates)
 	fail := func(err error) ([]int64, error) {
-		var pg *pgconn.PgError
-		if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "23") {
+		if strings.HasPrefix(pgerr.Code(err), "23") {
 			return nil, notMeasurable("copying a %s job into %s breaks a constraint: %s", kind, l.table, textfmt.ErrLine(err))
 		}
 		return nil, fmt.Errorf("pgqcheck: plan: copying %d %s jobs into %s: %s", n, kind, l.table, textfmt.ErrLine(err))

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/program"
 )
@@ -562,7 +563,7 @@ func (m *Measures) afterMark() string {
 	if m.ExpiredRunningPeak == m.TrafficExpiredRunningPeak {
 		return ""
 	}
-	return " (" + fmtInt(int64(m.ExpiredRunningPeak)) + " with the " + firstWord(m.Marks[0].Label) + ")"
+	return " (" + fmtInt(int64(m.ExpiredRunningPeak)) + " with the " + textfmt.FirstWord(m.Marks[0].Label) + ")"
 }
 
 func strconvMean(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }

@@ -186,16 +186,9 @@ func (p *page) chart(id, title string, h int) {
 	for _, mk := range p.m.Marks {
 		x := p.m.X(mk.At)
 		p.f("<line class=\"mark\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#333\" stroke-dasharray=\"6 3\"><title>%s</title></line>\n", x, x, chartTop, chartTop+h, esc(mk.Label))
-		p.f("<text x=\"%.1f\" y=\"11\" text-anchor=\"end\">%s ▸</text>\n", x-2, esc(firstWord(mk.Label)))
+		p.f("<text x=\"%.1f\" y=\"11\" text-anchor=\"end\">%s ▸</text>\n", x-2, esc(textfmt.FirstWord(mk.Label)))
 	}
 	p.f("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", PlotLeft+PlotWidth/2, chartTop+h+28, esc(timeAxisTitle(p.m)))
-}
-
-func firstWord(s string) string {
-	if i := strings.IndexAny(s, " :"); i > 0 {
-		return s[:i]
-	}
-	return s
 }
 
 func (p *page) faultText(w Window) string {
@@ -354,7 +347,7 @@ func (p *page) jobsChart() {
 	top = max(4, niceCeil(top)) // whole jobs on every grid line
 	title := "jobs: running on an expired lease (red), ready and waiting (teal)"
 	if float64(all) > top {
-		title += fmt.Sprintf("; after the %s up to %s, off the scale", firstWord(p.m.Marks[0].Label), fmtInt(int64(all)))
+		title += fmt.Sprintf("; after the %s up to %s, off the scale", textfmt.FirstWord(p.m.Marks[0].Label), fmtInt(int64(all)))
 	}
 	p.chart("jobs", title, h)
 	p.linearAxis(h, "jobs", top)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"pgqcheck/internal/pgerr"
 	"pgqcheck/sut"
 )
 
@@ -75,7 +76,7 @@ func cancelScenario(ctx context.Context, l *lab) error {
 	l.assert("pg_cancel_backend signals the locker", "t", outOrErr(l.exec(ctx, "harness", l.in.Admin(), cancelSQL, pid)))
 	sr := <-lk.done
 	lk.ended = true
-	l.assert("the locker's pg_sleep is cancelled (query_canceled)", "57014", sqlState(sr.err))
+	l.assert("the locker's pg_sleep is cancelled (query_canceled)", "57014", pgerr.Code(sr.err))
 
 	// Postgres reports the error before it aborts the transaction and sends ReadyForQuery only
 	// after; the client's transaction status comes from that ReadyForQuery, so "E" here also
@@ -85,7 +86,7 @@ func cancelScenario(ctx context.Context, l *lab) error {
 		outOrErr(l.exec(ctx, "harness", l.in.Admin(), stateSQL, pid)))
 	l.assert(AssertAfterRelease, fmt.Sprintf("%d|1", l.id1), l.claim(ctx, lab, ""))
 	l.assert("the locker's transaction block is still open: its next statement fails (in_failed_sql_transaction)", "25P02",
-		sqlState(l.exec(ctx, LockerName, lk.s.Conn(), "SELECT 1").err))
+		pgerr.Code(l.exec(ctx, LockerName, lk.s.Conn(), "SELECT 1").err))
 	if r := l.exec(ctx, LockerName, lk.s.Conn(), "ROLLBACK"); r.err != nil {
 		return fmt.Errorf("pgqcheck: the locker's ROLLBACK after the cancel failed: %s", errText(r.err))
 	}

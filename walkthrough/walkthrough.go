@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 )
@@ -411,13 +412,5 @@ func errText(err error) string {
 	if errors.As(err, &pg) {
 		return fmt.Sprintf("%s: %s (SQLSTATE %s)", pg.Severity, pg.Message, pg.Code)
 	}
-	return strings.Join(strings.Fields(err.Error()), " ")
-}
-
-func sqlState(err error) string {
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return pg.Code
-	}
-	return ""
+	return textfmt.OneLine(err.Error())
 }

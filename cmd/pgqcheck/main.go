@@ -133,19 +133,17 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitHeld
 	case errors.As(err, &ee):
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, oneLine(ee.msg))
+			fmt.Fprintln(stderr, textfmt.OneLine(ee.msg))
 		}
 		return ee.code
 	}
-	msg := oneLine(err.Error())
+	msg := textfmt.OneLine(err.Error())
 	if !strings.HasPrefix(msg, "pgqcheck: ") {
 		msg = "pgqcheck: " + msg
 	}
 	fmt.Fprintln(stderr, msg)
 	return exitError
 }
-
-var oneLine = textfmt.OneLine
 
 // flags builds a command's flag set; parse turns its errors into one-line usage errors and
 // its -h into the command's usage on stdout.
@@ -332,23 +330,12 @@ func writableFile(cmd, flagName, path string) (string, error) {
 		return "", usageErrorf("%s: %s %s is a folder; pass a file path", cmd, flagName, path)
 	}
 	if err == nil {
-		err = writableDir(filepath.Dir(abs))
+		err = campaign.WritableDir(filepath.Dir(abs))
 	}
 	if err != nil {
 		return "", usageErrorf("%s: %s %s cannot be written (%v); pass a path in a writable folder", cmd, flagName, path, err)
 	}
 	return abs, nil
-}
-
-var writableDir, unwrapPath = campaign.WritableDir, campaign.PathCause
-
-// moduleRoot finds the pgqcheck module's root above the working directory.
-func moduleRoot() (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	return campaign.ModuleRoot(dir)
 }
 
 // positive rejects zero and negative durations.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"pgqcheck/campaign"
+	"pgqcheck/sut/suttest"
 )
 
 // The command's own tests: flags, exit statuses, one-line errors, and one end-to-end run. What
@@ -34,15 +35,6 @@ func oneLineError(t *testing.T, r result, want string) {
 	if r.code != exitError || len(lines) != 1 || !strings.HasPrefix(lines[0], "pgqcheck: ") || !strings.Contains(lines[0], want) {
 		t.Errorf("want exit 2 and one line containing %q; got exit %d, stderr:\n%s", want, r.code, r.stderr)
 	}
-}
-
-func moduleDir(t *testing.T, rel string) string {
-	t.Helper()
-	root, ok := moduleRoot()
-	if !ok {
-		t.Fatal("not inside the pgqcheck module")
-	}
-	return filepath.Join(root, rel)
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -127,7 +119,7 @@ func TestHelp(t *testing.T) {
 // of the history's faults, and the verdict still decides the exit status.
 func TestCheckHistoryMeasures(t *testing.T) {
 	page := filepath.Join(t.TempDir(), "m.html")
-	r := pgqcheck(t, "check-history", moduleDir(t, "testdata/histories/seed-stress.json"), "-measures", page)
+	r := pgqcheck(t, "check-history", suttest.ModuleDir(t, "testdata/histories/seed-stress.json"), "-measures", page)
 	if r.code != exitHeld || !strings.Contains(r.stdout, "claim latency p50") || !strings.Contains(r.stdout, "measures: "+page) || !strings.Contains(r.stdout, "ok: every job's history") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -145,8 +137,8 @@ func TestCheckHistoryMeasures(t *testing.T) {
 // mutant (exit 1), and holds on the seed (exit 0), whatever queue its header names.
 func TestReplayExitCodes(t *testing.T) {
 	t.Setenv("PGQCHECK_SQL_DIR", "")
-	prog := moduleDir(t, "testdata/programs/mutants/complete-ignores-generation.ops")
-	r := pgqcheck(t, "replay", prog, "--sql-dir", moduleDir(t, "testdata/mutants/complete-ignores-generation"))
+	prog := suttest.ModuleDir(t, "testdata/programs/mutants/complete-ignores-generation.ops")
+	r := pgqcheck(t, "replay", prog, "--sql-dir", suttest.ModuleDir(t, "testdata/mutants/complete-ignores-generation"))
 	if r.code != exitViolation || !strings.Contains(r.stdout, "property 1 (fencing)") || !strings.Contains(r.stdout, "program (queue's answers):") {
 		t.Errorf("on the mutant: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -156,7 +148,7 @@ func TestReplayExitCodes(t *testing.T) {
 	if err := os.WriteFile(sched, []byte("# mode: scheduled\ns0 enqueue 1\ns1 claim\ns0 expire newest claim\ns0 claim\ns1 complete newest\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = pgqcheck(t, "replay", sched, "--sql-dir", moduleDir(t, "testdata/mutants/complete-ignores-generation"))
+	r = pgqcheck(t, "replay", sched, "--sql-dir", suttest.ModuleDir(t, "testdata/mutants/complete-ignores-generation"))
 	if r.code != exitViolation || !strings.Contains(r.stdout, "property 1 (fencing)") || !strings.Contains(r.stdout, "s1 complete newest -> job 1 gen 1: 1 row") {
 		t.Errorf("the scheduled program on the mutant: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pgqcheck/campaign"
+	"pgqcheck/internal/modroot"
 )
 
 const matrixDetails = `For each server (--servers: docker images, or "local" for this machine's binaries), in turn:
@@ -36,7 +37,7 @@ func runMatrix(c *cli, args []string) error {
 		return err
 	}
 	mdir := filepath.Join("testdata", "mutants")
-	if root, ok := moduleRoot(); ok {
+	if root, ok := modroot.Here(); ok {
 		mdir = filepath.Join(root, mdir)
 	}
 	ms, err := campaign.SelectMutants(mdir, "")
@@ -51,7 +52,7 @@ func runMatrix(c *cli, args []string) error {
 	campaign.PrintMatrix(&table, rows, *doneRows)
 	fmt.Fprintf(c.stdout, "\n%s", table.String())
 	if err := os.WriteFile(path, []byte(table.String()), 0o644); err != nil {
-		return fmt.Errorf("pgqcheck: matrix: writing %s: %v", path, unwrapPath(err))
+		return fmt.Errorf("pgqcheck: matrix: writing %s: %v", path, campaign.PathCause(err))
 	}
 	fmt.Fprintf(c.stdout, "matrix: %s\n", path)
 	if c.sig.soft.Err() != nil {

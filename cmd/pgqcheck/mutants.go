@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pgqcheck/campaign"
+	"pgqcheck/internal/modroot"
 )
 
 const mutantsDetails = `Each folder under --dir is a deliberately broken queue with mutant.json, {"bug": "...",
@@ -39,7 +40,7 @@ func runMutants(c *cli, args []string) error {
 	}
 	mdir := *dir
 	if _, err := os.Stat(mdir); err != nil && !filepath.IsAbs(mdir) {
-		if root, ok := moduleRoot(); ok {
+		if root, ok := modroot.Here(); ok {
 			mdir = filepath.Join(root, mdir)
 		}
 	}

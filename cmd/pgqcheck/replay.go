@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"pgqcheck/campaign"
+	"pgqcheck/internal/textfmt"
 	"pgqcheck/sut/pgserver"
 )
 
@@ -74,7 +75,7 @@ func runCheckHistory(c *cli, args []string) error {
 		return usageErrorf("check-history: pass exactly one history file (got %d); pgqcheck check-history -h", len(pos))
 	}
 	if _, err := os.Stat(pos[0]); err != nil {
-		return usageErrorf("check-history: %s cannot be read (%v); pass a history.json from a report folder", pos[0], unwrapPath(err))
+		return usageErrorf("check-history: %s cannot be read (%v); pass a history.json from a report folder", pos[0], campaign.PathCause(err))
 	}
 	out := ""
 	if *html != "" {
@@ -104,7 +105,7 @@ func runCheckHistory(c *cli, args []string) error {
 		return inputError("check-history", err)
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "pgqcheck: check-history: no timeline written: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(c.stderr, "pgqcheck: check-history: no timeline written: %s\n", textfmt.OneLine(err.Error()))
 	} else if out != "" {
 		defer fmt.Fprintf(c.stdout, "timeline: %s\n", out)
 	}

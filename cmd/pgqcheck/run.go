@@ -84,7 +84,7 @@ func runCampaign(c *cli, args []string) error {
 	}
 	repDir, err := filepath.Abs(*reportDir)
 	if err == nil {
-		err = writableDir(repDir)
+		err = campaign.WritableDir(repDir)
 	}
 	if err != nil {
 		return usageErrorf("run: --report %s cannot be written (%v); pass a writable folder", *reportDir, err)

@@ -1,9 +1,10 @@
-// Package testflags sets test flags (rapid's, the fuzzer's) to the suite's defaults without
-// overriding what the user chose.
+// Package testflags sets test flags (rapid's, the fuzzer's): to the suite's defaults without
+// overriding what the user chose, or, for one search or test, to what it needs.
 package testflags
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -31,13 +32,12 @@ func Given(name string) bool {
 func Defaults(values map[string]string) (restore func()) {
 	var undo []func()
 	for name, v := range values {
-		f := flag.Lookup(name)
-		if f == nil || Given(name) {
+		if Given(name) {
 			continue
 		}
-		old := f.Value.String()
-		_ = f.Value.Set(v)
-		undo = append(undo, func() { _ = f.Value.Set(old) })
+		if restore, err := Set(name, v); err == nil {
+			undo = append(undo, restore)
+		}
 	}
 	return func() {
 		for _, u := range undo {
@@ -49,15 +49,24 @@ func Defaults(values map[string]string) (restore func()) {
 // Force sets a flag whatever the user chose (a test whose meaning depends on it) and returns
 // the function that restores it.
 func Force(tb testing.TB, name, value string) (restore func()) {
+	restore, err := Set(name, value)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return restore
+}
+
+// Set sets a registered flag and returns the function that gives it back its old value.
+func Set(name, value string) (restore func(), err error) {
 	f := flag.Lookup(name)
 	if f == nil {
-		tb.Fatalf("no flag %s", name)
+		return nil, fmt.Errorf("no flag %s", name)
 	}
 	old := f.Value.String()
 	if err := f.Value.Set(value); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
-	return func() { _ = f.Value.Set(old) }
+	return func() { _ = f.Value.Set(old) }, nil
 }
 
 // ScratchTemp points TMPDIR at a fresh folder for the rest of the process and returns the

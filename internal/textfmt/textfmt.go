@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -30,6 +31,15 @@ func Thousands(n int64) string {
 
 // OneLine folds text onto one line: errors and verdicts print as one.
 func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// FirstWord is the text before the first blank or colon: "15.4 (Debian...)" -> "15.4",
+// "crash: server killed" -> "crash".
+func FirstWord(s string) string {
+	if f := strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == ':' }); len(f) > 0 {
+		return f[0]
+	}
+	return s
+}
 
 // ErrLine is an error on one line, keeping a Postgres error's SQLSTATE.
 func ErrLine(err error) string {

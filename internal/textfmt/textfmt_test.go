@@ -9,3 +9,11 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstWord(t *testing.T) {
+	for s, want := range map[string]string{"15.4 (Debian 15.4-1)": "15.4", "crash: server killed": "crash", "stall": "stall", "": "", " 18.1": "18.1"} {
+		if got := FirstWord(s); got != want {
+			t.Errorf("FirstWord(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

@@ -41,11 +41,8 @@ func (s *Server) CrashUnsupported() string {
 // Sessions are cut; transactions not yet committed are gone; what committed must survive
 // (the server runs with fsync and synchronous_commit on). Restart brings it back.
 func (s *Server) Crash(ctx context.Context) error {
-	if why := s.CrashUnsupported(); why != "" {
-		return errorf("cannot crash %s: %s", s.Where, why)
-	}
-	if s.isClosed() {
-		return errorf("Crash on a closed server (%s)", s.Where)
+	if err := s.crashable("Crash"); err != nil {
+		return err
 	}
 	if s.local != nil {
 		return s.local.crash()
@@ -56,16 +53,25 @@ func (s *Server) Crash(ctx context.Context) error {
 // Restart starts a crashed server again on the same data directory, at the same address, and
 // returns once it accepts sessions (crash recovery done). Sessions must reconnect.
 func (s *Server) Restart(ctx context.Context) error {
-	if why := s.CrashUnsupported(); why != "" {
-		return errorf("cannot restart %s: %s", s.Where, why)
-	}
-	if s.isClosed() {
-		return errorf("Restart on a closed server (%s)", s.Where)
+	if err := s.crashable("Restart"); err != nil {
+		return err
 	}
 	if s.local != nil {
 		return s.local.restart(ctx, s.dsnFor("postgres"))
 	}
 	return s.docker.restart(ctx)
+}
+
+// crashable is nil when s can be crashed and restarted now; method names the one asked, for
+// its error.
+func (s *Server) crashable(method string) error {
+	if why := s.CrashUnsupported(); why != "" {
+		return errorf("cannot %s %s: %s", strings.ToLower(method), s.Where, why)
+	}
+	if s.isClosed() {
+		return errorf("%s on a closed server (%s)", method, s.Where)
+	}
+	return nil
 }
 
 func (s *Server) isClosed() bool {
@@ -127,8 +133,7 @@ func settingArgs(o Options) []string {
 	}
 	if o.Crash {
 		// After a crash the server first syncs every file of the data directory, one fsync
-		// each: 1.3 s of a 2.2 s restart in a trial here. syncfs does it in one call
-		// (PostgreSQL 14 and later).
+		// each, most of a restart's time; syncfs does it in one call (PostgreSQL 14 and later).
 		args = append(args, "-c", "recovery_init_sync_method=syncfs")
 	}
 	for _, kv := range o.Settings {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"io"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/moby/moby/client"
 )
 
 // crashBackends are the backends a crash test runs on here: local when the binaries are
@@ -143,19 +141,7 @@ func assertNothingLeft(t *testing.T, dir, containerID string) {
 	if containerID != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		p, err := dockerProvider(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		res, err := p.Client().ContainerList(ctx, client.ContainerListOptions{
-			All:     true,
-			Filters: make(client.Filters).Add("label", LabelPID+"="+strconv.Itoa(os.Getpid())),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range res.Items {
+		for _, c := range ownContainers(t, ctx) {
 			if c.ID == containerID {
 				t.Errorf("container %.12s (%s) still there after Close", c.ID, c.State)
 			}

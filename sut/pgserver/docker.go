@@ -213,9 +213,31 @@ func startDocker(ctx context.Context, image string, o Options) (*Server, error) 
 		pgdata = "/var/lib/postgresql/data"
 	}
 
-	host, _ := os.Hostname()
 	runCtx, cancel := context.WithTimeout(ctx, dockerReadyTimeout+30*time.Second)
 	defer cancel()
+	opts, err := containerOptions(o, pgdata)
+	if err != nil {
+		return nil, err
+	}
+	ctr, err := postgres.Run(runCtx, image, opts...)
+	if err != nil {
+		if ctr != nil {
+			_ = terminate(ctr)
+		}
+		return nil, errorf("docker container from image %s did not start: %s", image, rootCause(err))
+	}
+	s, err := containerServer(ctx, ctr, image, o.Crash)
+	if err != nil {
+		_ = terminate(ctr)
+		return nil, err
+	}
+	return s, nil
+}
+
+// containerOptions are the container's labels, server settings, readiness test and data
+// directory (pgdata): in memory, or on the container's own layer for crash mode.
+func containerOptions(o Options, pgdata string) ([]testcontainers.ContainerCustomizer, error) {
+	host, _ := os.Hostname()
 	opts := []testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(quietLogger),
 		testcontainers.WithLabels(map[string]string{
@@ -240,30 +262,21 @@ func startDocker(ctx context.Context, image string, o Options) (*Server, error) 
 		if err != nil {
 			return nil, errorf("docker: cannot find a free port for a crash-mode container: %v", err)
 		}
-		opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+		return append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.PortBindings = network.PortMap{network.MustParsePort("5432/tcp"): {{HostPort: port}}}
-		}))
-	} else {
-		// The cluster lives in memory: with the fuse-overlayfs storage
-		// driver initdb alone took 2.5 s on the container's own layer and
-		// 0.8 s on a tmpfs. The owner is the image's postgres user (uid
-		// 999 in Debian-based images and ours; an entrypoint that starts
-		// as root, like the official one's, chowns it anyway).
-		opts = append(opts, testcontainers.WithTmpfs(map[string]string{pgdata: "rw,uid=999,gid=999,mode=0700"}))
+		})), nil
 	}
-	ctr, err := postgres.Run(runCtx, image, opts...)
-	if err != nil {
-		if ctr != nil {
-			_ = terminate(ctr)
-		}
-		return nil, errorf("docker container from image %s did not start: %s", image, rootCause(err))
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = terminate(ctr)
-		}
-	}()
+	// The cluster lives in memory: under the fuse-overlayfs storage driver
+	// initdb on the container's own layer takes about three times as long
+	// as on a tmpfs. The owner is the image's postgres user (uid 999 in
+	// Debian-based images and ours; an entrypoint that starts as root, like
+	// the official one's, chowns it anyway).
+	return append(opts, testcontainers.WithTmpfs(map[string]string{pgdata: "rw,uid=999,gid=999,mode=0700"})), nil
+}
+
+// containerServer is the Server of a started container of image, which Close removes; durable
+// says the container runs with durable settings, for crash mode.
+func containerServer(ctx context.Context, ctr *postgres.PostgresContainer, image string, durable bool) (*Server, error) {
 	h, err := ctr.Host(ctx)
 	if err != nil {
 		return nil, errorf("docker: cannot get the container host: %s", rootCause(err))
@@ -286,16 +299,14 @@ func startDocker(ctx context.Context, image string, o Options) (*Server, error) 
 	if err != nil {
 		return nil, err
 	}
-	d := &dockerServer{ctr: ctr, id: id}
-	s.docker = d
-	s.durable = o.Crash
+	s.docker = &dockerServer{ctr: ctr, id: id}
+	s.durable = durable
 	s.stop = func() error {
 		if err := terminate(ctr); err != nil {
 			return errorf("docker: cannot remove container %s: %s", short, rootCause(err))
 		}
 		return nil
 	}
-	ok = true
 	return s, nil
 }
 

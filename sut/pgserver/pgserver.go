@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"pgqcheck/internal/textfmt"
 )
 
 // Backend names the way a Server was obtained.
@@ -158,22 +160,7 @@ func errorf(format string, args ...any) error {
 			cause = e
 		}
 	}
-	return &pgError{msg: "pgqcheck: " + oneLine(fmt.Sprintf(format, args...)), cause: cause}
-}
-
-// oneLine folds a possibly multi-line text into one line.
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	var parts []string
-	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
-		if l = strings.TrimSpace(l); l != "" {
-			parts = append(parts, l)
-		}
-	}
-	return strings.Join(parts, " | ")
+	return &pgError{msg: "pgqcheck: " + textfmt.OneLine(fmt.Sprintf(format, args...)), cause: cause}
 }
 
 // Start obtains a server as Options say, prints its banner and returns it.
@@ -472,7 +459,7 @@ func rootCause(err error) string {
 			}
 		}
 		if next == nil {
-			return oneLine(err.Error())
+			return textfmt.OneLine(err.Error())
 		}
 		err = next
 	}

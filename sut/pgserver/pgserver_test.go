@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
 
@@ -182,12 +183,13 @@ func TestLocalBackend(t *testing.T) {
 	}
 }
 
-// TestLocalDiesWithParent kills (SIGKILL) a process that started a local
-// cluster and checks that the postmaster goes too.
-func TestLocalDiesWithParent(t *testing.T) {
-	needLocal(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=local-then-hang")
+// startHelper runs the test binary as the helper mode names (TestMain), with env added, and
+// reads the cluster it reports on its first line, "READY pid dir". The helper is killed when
+// the test ends, unless the test waited for its end.
+func startHelper(t *testing.T, mode string, env ...string) (cmd *exec.Cmd, pid int, dir string) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), helperEnv+"="+mode), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -196,24 +198,28 @@ func TestLocalDiesWithParent(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	killed := false
-	defer func() {
-		if !killed {
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
-	}()
-	lines := make(chan string, 1)
+	})
+	first := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
+		if !sc.Scan() {
+			close(first)
+			return
 		}
-		close(lines)
+		first <- sc.Text()
 	}()
 	var line string
 	select {
-	case line = <-lines:
+	case l, ok := <-first:
+		if !ok {
+			t.Fatal("helper said nothing")
+		}
+		line = l
 	case <-time.After(60 * time.Second):
 		t.Fatal("helper did not report within 60s")
 	}
@@ -221,8 +227,15 @@ func TestLocalDiesWithParent(t *testing.T) {
 	if len(f) != 3 || f[0] != "READY" {
 		t.Fatalf("helper said %q", line)
 	}
-	pid, _ := strconv.Atoi(f[1])
-	dir := f[2]
+	pid, _ = strconv.Atoi(f[1])
+	return cmd, pid, f[2]
+}
+
+// TestLocalDiesWithParent kills (SIGKILL) a process that started a local
+// cluster and checks that the postmaster goes too.
+func TestLocalDiesWithParent(t *testing.T) {
+	needLocal(t)
+	cmd, pid, dir := startHelper(t, "local-then-hang")
 	if !processAlive(pid) {
 		t.Fatalf("postmaster %d not alive before the kill", pid)
 	}
@@ -230,7 +243,6 @@ func TestLocalDiesWithParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	killed = true
 	begin := time.Now()
 	for processAlive(pid) {
 		if time.Since(begin) > 10*time.Second {
@@ -252,31 +264,11 @@ func TestLocalDiesWithParent(t *testing.T) {
 // it removes its cluster and exits 130.
 func TestSharedInterrupt(t *testing.T) {
 	needLocal(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=shared-then-hang", EnvPG+"=local")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		t.Fatal("helper said nothing")
-	}
-	f := strings.Fields(sc.Text())
-	if len(f) != 3 || f[0] != "READY" {
-		t.Fatalf("helper said %q", sc.Text())
-	}
-	pid, _ := strconv.Atoi(f[1])
-	dir := f[2]
+	cmd, pid, dir := startHelper(t, "shared-then-hang", EnvPG+"=local")
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 		t.Errorf("helper ended with %v, want exit status 130", err)
 	}
@@ -423,19 +415,7 @@ func TestDockerBackend(t *testing.T) {
 	}
 	t.Logf("docker Close: %s", time.Since(begin))
 
-	p, err := dockerProvider(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	res, err := p.Client().ContainerList(ctx, client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", LabelPID+"="+strconv.Itoa(os.Getpid())),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range res.Items {
+	for _, c := range ownContainers(t, ctx) {
 		t.Errorf("container %s (%s) still there after Close", c.ID, c.State)
 		if c.ID == id {
 			t.Errorf("it is the server's own container")
@@ -571,4 +551,23 @@ func TestDatabaseName(t *testing.T) {
 			t.Errorf("databaseName(%q) = %q starts with a digit", p, n)
 		}
 	}
+}
+
+// ownContainers lists the containers this process started, running or not (by the pid label
+// startDocker gives them).
+func ownContainers(t *testing.T, ctx context.Context) []container.Summary {
+	t.Helper()
+	p, err := dockerProvider(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	res, err := p.Client().ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", LabelPID+"="+strconv.Itoa(os.Getpid())),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Items
 }

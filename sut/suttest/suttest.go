@@ -4,11 +4,12 @@ package suttest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"pgqcheck/internal/modroot"
+	"pgqcheck/mutant"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 )
@@ -67,33 +68,38 @@ func Queues(tb testing.TB) []*sut.Queue {
 	if os.Getenv(sut.EnvSQLDir) != "" {
 		return qs
 	}
-	root, err := ModuleRoot()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	vs, err := sut.Variants(root)
+	vs, err := sut.Variants(ModuleDir(tb, ""))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return append(append(qs, vs...), sut.GoQueues()...)
 }
 
-// ModuleRoot is the folder holding go.mod, above the test's working directory.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
+// ModuleDir is rel inside the pgqcheck module that holds the test's working directory.
+func ModuleDir(tb testing.TB, rel string) string {
+	tb.Helper()
+	root, ok := modroot.Here()
+	if !ok {
+		tb.Fatal("pgqcheck: not inside the pgqcheck module")
+	}
+	return filepath.Join(root, rel)
+}
+
+// Mutant is the mutant of the module's testdata/mutants named name. Loading the mutants needs
+// the Go queues registered (a blank import of pgqcheck/goqueues).
+func Mutant(tb testing.TB, name string) *mutant.Mutant {
+	tb.Helper()
+	ms, err := mutant.Load(ModuleDir(tb, filepath.Join("testdata", "mutants")))
 	if err != nil {
-		return "", err
+		tb.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
+	for _, m := range ms {
+		if m.Name == name {
+			return m
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("pgqcheck: no go.mod above the test's folder")
-		}
-		dir = parent
 	}
+	tb.Fatalf("no mutant %s in testdata/mutants", name)
+	return nil
 }
 
 // SelfCheck skips a test of the suite's own power (its mutants caught, its corpus catching
