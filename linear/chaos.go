@@ -147,11 +147,10 @@ func (ch *chaos) terminate(w *worker) {
 
 // lock holds a job's row lock in an open transaction for a few milliseconds, watching who
 // waits behind it. A completion or expiry may wait. A claim should skip a locked row, but a
-// wait behind this injected lock is recorded as an observation (History.Waits), not judged:
-// on PostgreSQL 15 the seed's claim was seen waiting here when the row had been updated after
-// the claim's snapshot and then locked, while Prop and scheduled mode, which judge
-// skip-don't-wait strictly, never saw it wait. Now and then it cancels or terminates a waiting worker, then
-// ends its transaction one of four ways.
+// wait behind this injected lock is recorded as an observation (History.Waits), not judged: a
+// claim can wait here when the row was updated after its snapshot and then locked (Prop and
+// scheduled mode judge skip-don't-wait strictly). Now and then it cancels or terminates a
+// waiting worker, then ends its transaction one of four ways.
 func (ch *chaos) lock() {
 	r := ch.r
 	ctx := r.ctx

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"pgqcheck/faultproxy"
+	"pgqcheck/internal/pgerr"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -435,19 +436,6 @@ func outcomeOf(err error) model.Outcome {
 	return model.Unknown
 }
 
-// sqlState returns the Postgres error code behind err, "" when it is not a server error.
-func sqlState(err error) string {
-	var se *sut.StatementError
-	if errors.As(err, &se) {
-		return se.SQLState
-	}
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return pg.Code
-	}
-	return ""
-}
-
 // errText is an error as a history keeps it: the server's message and code, or the
 // client's one-line error.
 func errText(err error) string {
@@ -461,7 +449,7 @@ func errText(err error) string {
 // injected reports whether an error is one the harness causes on purpose: a cancelled
 // statement, a terminated backend, a lost connection.
 func injected(err error) bool {
-	code := sqlState(err)
+	code := pgerr.Code(err)
 	switch {
 	case code == "":
 		return true // not a server error: the connection went away

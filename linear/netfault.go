@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"pgqcheck/faultproxy"
+	"pgqcheck/internal/pgerr"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 )
@@ -148,7 +149,7 @@ func (r *srun) knowTable() {
 		return
 	}
 	rows, _, err := x.c.Session().Snapshot(r.s.ctx)
-	if err != nil && r.w.TxBound && (!x.c.Connected() || sqlState(err) == "57P01") {
+	if err != nil && r.w.TxBound && (!x.c.Connected() || pgerr.Code(err) == "57P01") {
 		// Another session's expiry ended this one's backend, and with it the lease it held.
 		x.c.Lost()
 		r.w.Lost(x.s)

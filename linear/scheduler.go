@@ -15,6 +15,7 @@ import (
 	"pgregory.net/rapid"
 
 	"pgqcheck/faultproxy"
+	"pgqcheck/internal/pgerr"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/program"
@@ -611,8 +612,8 @@ func (r *srun) handle(x *sched) error {
 	switch {
 	case errors.Is(res.Err, sut.ErrRolledBack):
 		answer = "rolled back"
-	case res.Err != nil && sqlState(res.Err) != "":
-		answer = "error SQLSTATE " + sqlState(res.Err)
+	case res.Err != nil && pgerr.Code(res.Err) != "":
+		answer = "error SQLSTATE " + pgerr.Code(res.Err)
 	case res.Err != nil:
 		answer = "connection lost"
 	case answer == "":
@@ -650,7 +651,7 @@ func (r *srun) handle(x *sched) error {
 	x.c.settle(x.s)
 	// On a queue whose claims hold a transaction, another session's expiry ends the holder's
 	// backend: that is the lease ending, not a fault.
-	expired := r.w.TxBound && (lost || sqlState(res.Err) == "57P01")
+	expired := r.w.TxBound && (lost || pgerr.Code(res.Err) == "57P01")
 	if res.Err != nil && !f.Faulted && !expired && !errors.Is(res.Err, sut.ErrRolledBack) {
 		// Nothing but the harness's own faults may make a statement fail here.
 		if v != nil {

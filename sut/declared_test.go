@@ -34,11 +34,7 @@ func TestDeclarations(t *testing.T) {
 		"registered txbound":               {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
 		"registered txbound-commits-early": {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
 	}
-	root, err := suttest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	variants, err := sut.Variants(root)
+	variants, err := sut.Variants(suttest.ModuleDir(t, "."))
 	if err != nil {
 		t.Fatal(err)
 	}
