@@ -7,7 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/program"
+	"pgqcheck/sequential"
 	"pgqcheck/sut"
 )
 
@@ -20,9 +20,9 @@ func BenchmarkPropSteps(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rapid.Check(b, func(t *rapid.T) {
-			program.BeginRun(ctx, t, env)
+			sequential.BeginRun(ctx, t, env)
 			defer func() { steps += len(env.Trace) }()
-			t.Repeat(program.StateMachine(ctx, env, false))
+			t.Repeat(sequential.StateMachine(ctx, env, false))
 		})
 	}
 	b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
@@ -41,7 +41,7 @@ func BenchmarkMutantCatch(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				f, err := program.Search(context.Background(), env, b.Name(), realTime, 20*time.Second)
+				f, err := sequential.Search(context.Background(), env, b.Name(), realTime, 20*time.Second)
 				if err != nil || f == nil {
 					b.Fatalf("mutant survived: %s (%v)", m.Bug, err)
 				}

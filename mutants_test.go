@@ -12,6 +12,7 @@ import (
 	"pgqcheck/internal/testflags"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
+	"pgqcheck/sequential"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
 )
@@ -58,7 +59,7 @@ func TestMutantPrograms(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			env := newEnv(t, m.Queue)
 			start := time.Now()
-			f, err := program.Search(context.Background(), env, t.Name(), realTime, *reduceFor)
+			f, err := sequential.Search(context.Background(), env, t.Name(), realTime, *reduceFor)
 			switch {
 			case err != nil:
 				t.Fatal(err)
@@ -170,7 +171,7 @@ func TestCorpusJudgesTheQueueUnderTest(t *testing.T) {
 	defer testflags.Force(t, "rapid.nofailfile", "true")()
 	ctx := context.Background()
 	env := newEnv(t, buggy)
-	f, err := program.Search(ctx, env, t.Name(), false, *reduceFor)
+	f, err := sequential.Search(ctx, env, t.Name(), false, *reduceFor)
 	if err != nil || f == nil {
 		t.Fatalf("the search did not catch the mutant: %v", err)
 	}

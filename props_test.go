@@ -14,6 +14,7 @@ import (
 	"pgqcheck/internal/testflags"
 	"pgqcheck/model"
 	"pgqcheck/program"
+	"pgqcheck/sequential"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
 )
@@ -62,20 +63,20 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 			// A failure is never lost to a timeout while rapid shrinks it: the first failing
 			// run is saved and printed at once, and replaced by its reduction later.
 			if !returned && first == "" {
-				if f := program.Unreduced(env); f != nil {
+				if f := sequential.Unreduced(env); f != nil {
 					first = saveFirst(t, f)
 				}
 			}
 		}()
-		program.BeginRun(ctx, rt, env)
-		rt.Repeat(program.StateMachine(ctx, env, realTime))
+		sequential.BeginRun(ctx, rt, env)
+		rt.Repeat(sequential.StateMachine(ctx, env, realTime))
 		returned = true
 	}
 	// rapid ends a failed property with FailNow; the deferred report still runs, and env then
 	// holds rapid's final replay of its shrunk case.
 	defer func() {
 		if t.Failed() {
-			if f := program.FindingOf(ctx, env, *reduceFor); f != nil && saveFinding(t, f) != first && first != "" {
+			if f := sequential.FindingOf(ctx, env, *reduceFor); f != nil && saveFinding(t, f) != first && first != "" {
 				_ = os.Remove(first) // the reduced program replaces it
 			}
 		}
@@ -87,7 +88,7 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 	t.Logf("exercised: %s", env.Counts)
 	verdicts := program.NewVerdicts(q.Shape(), program.SequentialProperties...)
 	if n := len(env.NotPromised); n > 0 {
-		f := program.ReduceNotPromised(ctx, env, env.NotPromised[0], *reduceFor)
+		f := sequential.ReduceNotPromised(ctx, env, env.NotPromised[0], *reduceFor)
 		verdicts.NotPromised[f.Property()] = n
 		t.Logf("not promised: %d %s observed; the first, reduced:\n%s", n, program.NotPromisedWhat(f.Property(), n), f)
 		if len(f.Program.Ops) > 6 {
@@ -146,9 +147,9 @@ func saveFinding(t *testing.T, f *program.Finding) string {
 	return path
 }
 
-func newEnv(t testing.TB, q *sut.Queue) *program.Env {
+func newEnv(t testing.TB, q *sut.Queue) *sequential.Env {
 	in := suttest.Install(t, q)
-	env, err := program.NewEnv(context.Background(), in, program.Workers, program.Lockers)
+	env, err := sequential.NewEnv(context.Background(), in, program.Workers, program.Lockers)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -235,7 +235,7 @@ func TestReportRoundTrip(t *testing.T) {
 		r := &Report{Format: ReportFormat, Tool: "pgqcheck run", Queue: QueueInfo{Name: "seed", Source: "built-in seed"}, Mode: "sequential",
 			Workers: 1, Seed: 3, Checks: checks, Ops: 10 * checks, Backend: "dsn", ServerVersion: "15.18", Failures: failures}
 		r.Counts.Claims = checks
-		r.fillProperties(sequential{}.Properties())
+		r.fillProperties(sequentialMode{}.Properties())
 		r.decideVerdict()
 		p := filepath.Join(dir, name)
 		if err := WriteJSON(p, r); err != nil {

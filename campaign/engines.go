@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"pgqcheck/internal/rapidrun"
+
 	"pgregory.net/rapid"
 
 	"pgqcheck/corpus"
@@ -23,6 +25,7 @@ import (
 	"pgqcheck/linear"
 	"pgqcheck/model"
 	"pgqcheck/program"
+	"pgqcheck/sequential"
 	"pgqcheck/sut"
 	"pgqcheck/timeline"
 )
@@ -90,7 +93,7 @@ func checkRapid(name string, rs rapidSettings, tally *Tally, prop func(t *rapid.
 		})
 	}
 
-	out, fail := program.CheckOutside(name, func(t *rapid.T) {
+	out, fail := rapidrun.Check(name, func(t *rapid.T) {
 		release()
 		passed := false
 		defer func() {
@@ -132,7 +135,7 @@ var errNotReproduced = errors.New("a failing run did not fail again when its pro
 // seqEngine is the Prop suite's state machine on one installed queue: the model and the queue
 // side by side, one operation at a time.
 type seqEngine struct {
-	env  *program.Env
+	env  *sequential.Env
 	name string
 	// replay runs saved cases on env's sessions (and a scheduler of its own for scheduled ones).
 	replay *corpus.Replayer
@@ -144,7 +147,7 @@ type seqEngine struct {
 }
 
 func newSeqEngine(ctx context.Context, in *sut.Installed) (*seqEngine, error) {
-	env, err := program.NewEnv(ctx, in, program.Workers, program.Lockers)
+	env, err := sequential.NewEnv(ctx, in, program.Workers, program.Lockers)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +173,7 @@ func (e *seqEngine) Reset(ctx context.Context) error { return e.env.Reset(ctx) }
 // an error is the harness failing, or a failure that does not reproduce.
 func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) (*program.Finding, searchStats, error) {
 	env := e.env
-	search := program.NewSeqSearch(env, e.realTime)
+	search := sequential.NewSeqSearch(env, e.realTime)
 	_, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
 		search.Run(ctx, t, func(action func(*rapid.T)) func(*rapid.T) {
 			return func(t *rapid.T) {
@@ -186,7 +189,7 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 		})
 	})
 	if len(env.NotPromised) > 0 && !tally.hasNotPromised() {
-		np := program.ReduceNotPromised(ctx, env, env.NotPromised[0], e.reduce)
+		np := sequential.ReduceNotPromised(ctx, env, env.NotPromised[0], e.reduce)
 		tally.sawNotPromised(newFailure(np, string(np.Mode), 0, 0, rs.Seed))
 	}
 	env.NotPromised = nil

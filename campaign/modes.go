@@ -62,7 +62,7 @@ type Hunter interface {
 // properties see and what only concurrency shows.
 const AllModes = "all"
 
-var modes = map[string]Mode{"sequential": sequential{}, "lease-time": sequential{realTime: true}, "stress": stress{}, "scheduled": scheduled{}}
+var modes = map[string]Mode{"sequential": sequentialMode{}, "lease-time": sequentialMode{realTime: true}, "stress": stress{}, "scheduled": scheduled{}}
 
 // ModeNames lists the modes, for flags' help.
 func ModeNames() string {
@@ -100,20 +100,20 @@ const roundChecks = 20
 // sequential is the Prop suite: rapid drives the model and the queue one operation at a time.
 // With realTime ("lease-time") it also lets leases end by themselves and real time pass, as
 // TestPropLeaseTime does: fewer runs a round, each may pause.
-type sequential struct{ realTime bool }
+type sequentialMode struct{ realTime bool }
 
-func (m sequential) Name() string {
+func (m sequentialMode) Name() string {
 	if m.realTime {
 		return "lease-time"
 	}
 	return "sequential"
 }
 
-func (sequential) Properties() []model.Property {
+func (sequentialMode) Properties() []model.Property {
 	return program.SequentialProperties
 }
 
-func (m sequential) Start(ctx context.Context, w *Worker) (Hunter, error) {
+func (m sequentialMode) Start(ctx context.Context, w *Worker) (Hunter, error) {
 	e, err := newSeqEngine(ctx, w.In)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"pgqcheck/linear"
 	"pgqcheck/model"
 	"pgqcheck/program"
+	"pgqcheck/sequential"
 	"pgqcheck/sut"
 )
 
@@ -58,7 +59,7 @@ type Replayer struct {
 	In *sut.Installed
 	// Env runs the sequential cases; when nil the replayer opens one of its own on first use.
 	// One the caller gives stays the caller's to close.
-	Env *program.Env
+	Env *sequential.Env
 	// ReportDir is where a scheduled case's failure writes its report (default: a temporary folder).
 	ReportDir string
 
@@ -82,14 +83,14 @@ func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Fin
 		return f, err
 	}
 	if r.Env == nil {
-		env, err := program.NewEnv(ctx, r.In, program.Workers, program.Lockers)
+		env, err := sequential.NewEnv(ctx, r.In, program.Workers, program.Lockers)
 		if err != nil {
 			return nil, err
 		}
 		r.Env, r.ownEnv = env, true
 	}
 	env := r.Env
-	err := program.Replay(ctx, env, p.Ops)
+	err := sequential.Replay(ctx, env, p.Ops)
 	r.trace = env.Program()
 	var v *model.Violation
 	switch {

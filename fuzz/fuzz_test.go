@@ -20,6 +20,7 @@ import (
 	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
+	"pgqcheck/sequential"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 	"pgqcheck/sut/suttest"
@@ -53,7 +54,7 @@ func FuzzQueue(f *testing.F) {
 			discardEnv()
 			t.Fatalf("harness failure, not a verdict on the queue: %v\n%s", err, e.Program())
 		}
-		t.Fatalf("%s", program.Report(e, err))
+		t.Fatalf("%s", sequential.Report(e, err))
 	})
 }
 
@@ -63,7 +64,7 @@ func FuzzQueue(f *testing.F) {
 var proc struct {
 	sync.Mutex
 	installs map[string]*sut.Installed
-	env      *program.Env
+	env      *sequential.Env
 	sched    *linear.Scheduler
 }
 
@@ -88,14 +89,14 @@ func processInstall(t *testing.T, target string) *sut.Installed {
 	return proc.installs[target]
 }
 
-func processEnv(t *testing.T) *program.Env {
+func processEnv(t *testing.T) *sequential.Env {
 	t.Helper()
 	proc.Lock()
 	defer proc.Unlock()
 	if proc.env != nil {
 		return proc.env
 	}
-	env, err := program.NewEnv(context.Background(), processInstall(t, "FuzzQueue"), fuzz.Workers, fuzz.Lockers)
+	env, err := sequential.NewEnv(context.Background(), processInstall(t, "FuzzQueue"), fuzz.Workers, fuzz.Lockers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestCorpusCatchesMutants(t *testing.T) {
 		}
 		t.Run(e.Mutant, func(t *testing.T) {
 			in := suttest.Install(t, m.Queue)
-			env, err := program.NewEnv(context.Background(), in, fuzz.Workers, fuzz.Lockers)
+			env, err := sequential.NewEnv(context.Background(), in, fuzz.Workers, fuzz.Lockers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +239,7 @@ func TestSeedWalkthroughProgram(t *testing.T) {
 			steps = e.Steps
 		}
 	}
-	env, err := program.NewEnv(context.Background(), suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue)), fuzz.Workers, fuzz.Lockers)
+	env, err := sequential.NewEnv(context.Background(), suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue)), fuzz.Workers, fuzz.Lockers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,16 +275,16 @@ func BenchmarkFuzzExec(b *testing.B) {
 		steps := fuzz.Decode(input)
 		ops += len(steps)
 		if err := fuzz.Run(ctx, e, steps); err != nil {
-			b.Fatalf("%s", program.Report(e, err))
+			b.Fatalf("%s", sequential.Report(e, err))
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "execs/s")
 	b.ReportMetric(float64(ops)/float64(b.N), "steps/exec")
 }
 
-func newBenchEnv(b *testing.B) *program.Env {
+func newBenchEnv(b *testing.B) *sequential.Env {
 	in := suttest.Install(b, sut.MustBuiltin(sut.DefaultQueue))
-	e, err := program.NewEnv(context.Background(), in, program.Workers, program.Lockers)
+	e, err := sequential.NewEnv(context.Background(), in, program.Workers, program.Lockers)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,9 @@ import (
 	"fmt"
 	"slices"
 
+	"pgqcheck/generate"
 	"pgqcheck/program"
+	"pgqcheck/sequential"
 )
 
 // Sessions in a fuzzed program: as many as the Prop suite has, so a case found by either reads
@@ -38,14 +40,14 @@ const (
 const MaxSteps = 64
 
 // Kind is an operation's code, the first byte of its step: the position of its kind in
-// program.FuzzCodes, the encoding's order.
+// generate.FuzzCodes, the encoding's order.
 type Kind byte
 
 // code is the named kind's code.
 func code(name string) Kind {
-	i := slices.Index(program.FuzzCodes, name)
+	i := slices.Index(generate.FuzzCodes, name)
 	if i < 0 {
-		panic("fuzz: no kind " + name + " in program.FuzzCodes")
+		panic("fuzz: no kind " + name + " in generate.FuzzCodes")
 	}
 	return Kind(i)
 }
@@ -64,7 +66,7 @@ type Step struct {
 func Decode(b []byte) []Step {
 	var out []Step
 	for i := 0; i+1 < len(b) && len(out) < MaxSteps; i += 2 {
-		out = append(out, Step{Kind(b[i] % byte(len(program.FuzzCodes))), b[i+1]})
+		out = append(out, Step{Kind(b[i] % byte(len(generate.FuzzCodes))), b[i+1]})
 	}
 	return out
 }
@@ -98,8 +100,8 @@ const (
 )
 
 // Constructors for writing programs by hand (the seed corpus): each encodes its arguments as
-// the kind's draw decodes them (program.Arg: the first choice is the lowest digit). Spans are
-// positions in the program package's scales (program.TimedLeases, NearMargins, RealPauses,
+// the kind's draw decodes them (generate.Arg: the first choice is the lowest digit). Spans are
+// positions in the program package's scales (generate.TimedLeases, NearMargins, RealPauses,
 // TxnWaits, TxnHolds).
 func Enqueue(n int) Step          { return Step{code("enqueue"), byte(n - 1)} }
 func Claim(w int) Step            { return Step{code("claim"), byte(w)} }
@@ -116,13 +118,13 @@ func TimedClaim(w, lease int) Step {
 func Near(w, margin int, after bool) Step {
 	a := w + Workers*margin
 	if after {
-		a += Workers * len(program.NearMargins)
+		a += Workers * len(generate.NearMargins)
 	}
 	return Step{code("near"), byte(a)}
 }
 func Sleep(pause int) Step { return Step{code("real-pause"), byte(pause)} }
 func ClaimTxn(w, wait, hold, lease int, end TxnEnd) Step {
-	nw, nh, nl := len(program.TxnWaits), len(program.TxnHolds), len(program.TimedLeases)
+	nw, nh, nl := len(generate.TxnWaits), len(generate.TxnHolds), len(generate.TimedLeases)
 	a := w + Workers*(wait+nw*(hold+nh*(lease+nl*int(end))))
 	if a > 255 {
 		// A rolled-back transaction with a long lease and long waits does not fit one byte.
@@ -136,8 +138,8 @@ func ClaimTxn(w, wait, hold, lease int, end TxnEnd) Step {
 // programs are the program package's operations. ok is false when the step names a job and
 // there is none yet.
 func (s Step) Op(w *program.World) (op program.Op, ok bool) {
-	k := program.KindNamed(program.FuzzCodes[int(s.Kind)%len(program.FuzzCodes)])
-	ops := k.Draw(&program.Draw{C: program.NewArg(s.Arg), Dialect: program.DialectFuzz, W: w})
+	k := generate.KindNamed(generate.FuzzCodes[int(s.Kind)%len(generate.FuzzCodes)])
+	ops := k.Draw(&generate.Draw{C: generate.NewArg(s.Arg), Dialect: generate.DialectFuzz, W: w})
 	if len(ops) != 1 {
 		return nil, false
 	}
@@ -145,7 +147,7 @@ func (s Step) Op(w *program.World) (op program.Op, ok bool) {
 }
 
 // Run resets e and runs the steps that apply, stopping at the first violation or harness error.
-func Run(ctx context.Context, e *program.Env, steps []Step) error {
+func Run(ctx context.Context, e *sequential.Env, steps []Step) error {
 	if err := e.Reset(ctx); err != nil {
 		return &program.HarnessError{Err: err}
 	}

@@ -13,6 +13,7 @@ import (
 	"pgqcheck/linear"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
+	"pgqcheck/sequential"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
 )
@@ -167,7 +168,7 @@ func TestCorporaHoldOnCorrectQueues(t *testing.T) {
 					t.Errorf("%s fails on the correct queue %s:\n%s", path, name, f)
 				}
 			}
-			env, err := program.NewEnv(ctx, in, fuzz.Workers, fuzz.Lockers)
+			env, err := sequential.NewEnv(ctx, in, fuzz.Workers, fuzz.Lockers)
 			if err != nil {
 				t.Fatal(err)
 			}

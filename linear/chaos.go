@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/generate"
 	"pgqcheck/model"
 	"pgqcheck/program"
 )
@@ -58,7 +59,7 @@ func (ch *chaos) loop() {
 			watched = time.Now()
 			ch.snapshot()
 		}
-		switch draw(ch.rng, program.ChaosWeights) {
+		switch draw(ch.rng, generate.ChaosWeights) {
 		case "expire":
 			ch.expire()
 		case "lock":
@@ -233,7 +234,7 @@ func (ch *chaos) waitingBehind(ctx context.Context, pid uint32) []blocked {
 func (ch *chaos) release(ctx context.Context, id int64) {
 	r, l := ch.r, ch.locker
 	name := l.c.Name
-	switch draw(ch.rng, program.ReleaseWeights) {
+	switch draw(ch.rng, generate.ReleaseWeights) {
 	case "commit":
 		l.Do(ctx, program.Commit{S: name})
 	case "rollback":

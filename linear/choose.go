@@ -6,7 +6,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/program"
+	"pgqcheck/generate"
 )
 
 // chooser makes a scheduled run's choices: the program, the interleaving and the faults. rapid
@@ -19,7 +19,7 @@ import (
 // choices are recorded in that encoding: the bytes of a failure rapid found replay it as a fuzz
 // input.
 type chooser interface {
-	program.Chooser
+	generate.Chooser
 	// log is every choice so far, encoded as input bytes, and where each one is.
 	log() *choiceLog
 }

@@ -39,7 +39,7 @@ type Client struct {
 	lives atomic.Int32 // sessions so far; the chaos goroutine reads it to name its targets
 	pid   atomic.Uint32
 
-	db *program.DBClock // the database time of an unrecorded run
+	db *sut.DBClock // the database time of an unrecorded run
 
 	// proxy, when set, carries every connection of the client, and link is the current one,
 	// on which faults are armed (netfault.go).
@@ -348,12 +348,12 @@ func (l *landing) Completed(job int64) {
 }
 
 // clock is the database time the client's windows are counted in: its recorder's.
-func (c *Client) clock() *program.DBClock {
+func (c *Client) clock() *sut.DBClock {
 	if c.rec != nil {
 		return c.rec.DB
 	}
 	if c.db == nil {
-		c.db = &program.DBClock{}
+		c.db = &sut.DBClock{}
 	}
 	return c.db
 }
@@ -418,7 +418,7 @@ func (c *Client) End(ctx context.Context) {
 // backend is ended, so that the transaction is over for sure, and the error returned.
 func (c *Client) CancelIdle(ctx context.Context) error {
 	call := c.now()
-	if err := program.CancelIdle(ctx, c.in, c.Session()); err != nil {
+	if err := c.in.CancelIdle(ctx, c.Session()); err != nil {
 		_ = c.in.Terminate(ctx, c.PID())
 		c.Lost()
 		return err

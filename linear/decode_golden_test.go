@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"pgqcheck/program"
+	"pgqcheck/generate"
 )
 
 var updateDecoded = flag.Bool("update-decoded", false, "rewrite testdata/decoded from the FuzzScheduled corpus")
@@ -42,7 +42,7 @@ func TestScheduledCorpusDecodesAsBefore(t *testing.T) {
 	var b strings.Builder
 	for _, name := range names {
 		data := inputs[name]
-		for _, can := range []program.Can{{Lock: true, Rescue: true}, {}} {
+		for _, can := range []generate.Can{{Lock: true, Rescue: true}, {}} {
 			c := &byteChoices{data: data}
 			p := drawProgram(c, ScheduledConfig{Sessions: 3, MaxPrefix: 5, MaxSuffix: 5}, can)
 			fmt.Fprintf(&b, "%s (lock %t, rescue %t):\n", name, can.Lock, can.Rescue)

@@ -10,10 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"pgqcheck/sut"
+
 	"github.com/anishathalye/porcupine"
 
 	"pgqcheck/model"
-	"pgqcheck/program"
 )
 
 // Never is the return time of an operation whose outcome is unknown: it may take effect at
@@ -153,7 +154,7 @@ type Recorder struct {
 	logical bool
 	last    atomic.Int64
 	// DB is the run's database time: every operation's window is counted from its origin.
-	DB *program.DBClock
+	DB *sut.DBClock
 
 	mu       sync.Mutex
 	ops      []Op
@@ -167,7 +168,7 @@ type Recorder struct {
 // same sequence of events always gets the same timestamps (scheduled mode); otherwise it is
 // monotonic nanoseconds since the recorder started.
 func NewRecorder(logical bool) *Recorder {
-	return &Recorder{base: time.Now(), logical: logical, DB: &program.DBClock{}}
+	return &Recorder{base: time.Now(), logical: logical, DB: &sut.DBClock{}}
 }
 
 // Now returns a timestamp strictly greater than every one returned before, so that a call is

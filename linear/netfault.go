@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"pgqcheck/faultproxy"
+	"pgqcheck/generate"
 	"pgqcheck/internal/pgerr"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -86,11 +87,11 @@ func (c *Client) Disarm() {
 	}
 }
 
-// drawNetFault draws a proxy fault from program.NetFaultWeights.
+// drawNetFault draws a proxy fault from generate.NetFaultWeights.
 func drawNetFault(rng *rand.Rand) faultproxy.Fault {
-	f := faultproxy.Fault{Kind: faultproxy.Kind(draw(rng, program.NetFaultWeights))}
+	f := faultproxy.Fault{Kind: faultproxy.Kind(draw(rng, generate.NetFaultWeights))}
 	if !f.Kind.Lost() {
-		f.For = program.NetFaultHolds[rng.IntN(len(program.NetFaultHolds))]
+		f.For = generate.NetFaultHolds[rng.IntN(len(generate.NetFaultHolds))]
 	}
 	return f
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pgqcheck/faultproxy"
+	"pgqcheck/generate"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -18,8 +19,8 @@ import (
 // it). Every kind hits a statement and is in the history's faults; a dropped reply or a cut
 // leaves operations with unknown outcomes; and the history checks.
 func TestStressProxyFaults(t *testing.T) {
-	defer func(c program.Weights) { program.ChaosWeights = c }(program.ChaosWeights)
-	program.ChaosWeights = program.Weights{"net": 30, "expire": 30, "snapshot": 5, "rest": 35}
+	defer func(c generate.Weights) { generate.ChaosWeights = c }(generate.ChaosWeights)
+	generate.ChaosWeights = generate.Weights{"net": 30, "expire": 30, "snapshot": 5, "rest": 35}
 	for _, name := range []string{sut.DefaultQueue} {
 		t.Run(name, func(t *testing.T) {
 			in := suttest.Install(t, sut.MustBuiltin(name))
@@ -68,7 +69,7 @@ func TestScheduledProxyFaults(t *testing.T) {
 	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
 	s := NewScheduler(context.Background(), in, ScheduledConfig{Name: "proxy", ReportDir: t.TempDir()})
 	defer s.Close()
-	pf := kindAt(t, program.Suffix, "proxy-fault")
+	pf := kindAt(t, generate.Suffix, "proxy-fault")
 	for i, k := range faultproxy.Kinds {
 		t.Run(string(k), func(t *testing.T) {
 			ch := &scripted{t: t, want: map[string][]int{
@@ -83,7 +84,7 @@ func TestScheduledProxyFaults(t *testing.T) {
 			}
 			trace := s.Trace()
 			t.Logf("\n%s", trace)
-			line := program.ProxyFault{S: "s1", Kind: k, For: program.ScheduledHolds[1]}.String()
+			line := program.ProxyFault{S: "s1", Kind: k, For: generate.ScheduledHolds[1]}.String()
 			if !hasLine(trace, line) {
 				t.Fatalf("the trace has no line %q", line)
 			}
@@ -139,7 +140,7 @@ func TestScheduledProxyFaults(t *testing.T) {
 // connection between their two halves shows.
 func TestSplitMutantsNeedFaults(t *testing.T) {
 	suttest.SelfCheck(t, "./linear")
-	defer func(c program.Weights) { program.ChaosWeights = c }(program.ChaosWeights)
+	defer func(c generate.Weights) { generate.ChaosWeights = c }(generate.ChaosWeights)
 	for _, name := range []string{"claim-split-lease", "complete-split-statements"} {
 		t.Run(name, func(t *testing.T) {
 			q, err := sut.LoadDir(filepath.Join("..", "testdata", "mutants", name))
@@ -154,7 +155,7 @@ func TestSplitMutantsNeedFaults(t *testing.T) {
 			if res.Failed() {
 				t.Fatalf("without faults the mutant should hold: %s", res)
 			}
-			program.ChaosWeights = program.Weights{"net": 30, "expire": 30, "snapshot": 10, "rest": 30}
+			generate.ChaosWeights = generate.Weights{"net": 30, "expire": 30, "snapshot": 10, "rest": 30}
 			for round := 1; ; round++ {
 				res, err = Stress(context.Background(), in, StressConfig{Duration: 700 * time.Millisecond, ReportDir: t.TempDir()})
 				if err != nil {

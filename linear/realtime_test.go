@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"pgqcheck/generate"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -41,18 +42,18 @@ func (c *scripted) Choose(lo, hi int, label string) int {
 func (c *scripted) log() *choiceLog { return &c.rec }
 
 // kindAt is where a kind lies in a column's layout, for scripting a draw of it.
-func kindAt(t *testing.T, col program.Column, kind string) int {
+func kindAt(t *testing.T, col generate.Column, kind string) int {
 	t.Helper()
-	i := slices.Index(layoutNames(col, program.Can{Lock: true}), kind)
+	i := slices.Index(layoutNames(col, generate.Can{Lock: true}), kind)
 	if i < 0 {
 		t.Fatalf("no %s in column %d", kind, col)
 	}
 	return i
 }
 
-func layoutNames(col program.Column, can program.Can) []string {
+func layoutNames(col generate.Column, can generate.Can) []string {
 	var names []string
-	for _, k := range program.Layout(col, can) {
+	for _, k := range generate.Layout(col, can) {
 		names = append(names, k.Name)
 	}
 	return names
@@ -63,17 +64,17 @@ func layoutNames(col program.Column, can program.Can) []string {
 // drew; new kinds only ever go after them.
 func TestKindLayoutKeepsOldInputs(t *testing.T) {
 	for _, c := range []struct {
-		col     program.Column
+		col     generate.Column
 		canLock bool
 		old     []string
 	}{
-		{program.Prefix, true, []string{"claim", "claim", "complete", "expire-claimed", "expire-claimed", "enqueue-one"}},
-		{program.Suffix, true, []string{"claim", "claim", "claim", "claim", "complete", "complete", "complete", "complete",
+		{generate.Prefix, true, []string{"claim", "claim", "complete", "expire-claimed", "expire-claimed", "enqueue-one"}},
+		{generate.Suffix, true, []string{"claim", "claim", "claim", "claim", "complete", "complete", "complete", "complete",
 			"expire-claimed", "expire-claimed", "expire-claimed", "claim-txn", "claim-txn", "claim-txn", "lock-txn", "lock-txn", "enqueue-one", "snapshot"}},
-		{program.Suffix, false, []string{"claim", "claim", "claim", "claim", "complete", "complete", "complete", "complete",
+		{generate.Suffix, false, []string{"claim", "claim", "claim", "claim", "complete", "complete", "complete", "complete",
 			"expire-claimed", "expire-claimed", "expire-claimed", "claim-txn", "claim-txn", "claim-txn", "enqueue-one", "snapshot"}},
 	} {
-		got := layoutNames(c.col, program.Can{Lock: c.canLock})
+		got := layoutNames(c.col, generate.Can{Lock: c.canLock})
 		if len(got) < len(c.old) || !slices.Equal(got[:len(c.old)], c.old) {
 			t.Errorf("layout %v no longer starts with the one saved inputs were drawn from, %v", got, c.old)
 		}
@@ -83,27 +84,27 @@ func TestKindLayoutKeepsOldInputs(t *testing.T) {
 // TestRealTimeDraws: each real-time kind draws the operations it names, with its spans taken
 // from the program package's scales.
 func TestRealTimeDraws(t *testing.T) {
-	rt := kindAt(t, program.Suffix, "real-time")
+	rt := kindAt(t, generate.Suffix, "real-time")
 	cases := []struct {
 		kind   string
 		script map[string][]int
 		want   []string
 	}{
-		{"timed-claim", map[string][]int{"lease": {2}}, []string{"s1 claim lease " + program.TimedLeases[2].String()}},
+		{"timed-claim", map[string][]int{"lease": {2}}, []string{"s1 claim lease " + generate.TimedLeases[2].String()}},
 		{"lease-edge", map[string][]int{"lease": {0}, "margin": {1}, "after": {1}},
-			[]string{"s1 claim lease " + program.TimedLeases[0].String(), "s1 pause until " + program.NearMargins[1].String() + " after its lease ends"}},
-		{"near", map[string][]int{"margin": {2}}, []string{"s1 pause until " + program.NearMargins[2].String() + " before its lease ends"}},
-		{"real-pause", map[string][]int{"pause": {1}}, []string{"pause " + program.RealPauses[1].String()}},
+			[]string{"s1 claim lease " + generate.TimedLeases[0].String(), "s1 pause until " + generate.NearMargins[1].String() + " after its lease ends"}},
+		{"near", map[string][]int{"margin": {2}}, []string{"s1 pause until " + generate.NearMargins[2].String() + " before its lease ends"}},
+		{"real-pause", map[string][]int{"pause": {1}}, []string{"pause " + generate.RealPauses[1].String()}},
 		{"timed-claim-txn", map[string][]int{"complete in txn": {1}, "wait": {2}, "lease": {1}, "hold": {1}},
-			[]string{(program.ClaimTxn{S: "s1", Commit: true, Complete: true, Wait: program.TxnWaits[2], Lease: program.TimedLeases[1], Hold: program.TxnHolds[1]}).String()}},
+			[]string{(program.ClaimTxn{S: "s1", Commit: true, Complete: true, Wait: generate.TxnWaits[2], Lease: generate.TimedLeases[1], Hold: generate.TxnHolds[1]}).String()}},
 	}
 	for _, c := range cases {
-		script := map[string][]int{"op s1": {rt}, "real time": {kindAt(t, program.RealTime, c.kind)}}
+		script := map[string][]int{"op s1": {rt}, "real time": {kindAt(t, generate.RealTime, c.kind)}}
 		for k, v := range c.script {
 			script[k] = v
 		}
 		ch := &scripted{t: t, want: script}
-		d := &drawn{can: program.Can{Lock: true}, jobs: 1}
+		d := &drawn{can: generate.Can{Lock: true}, jobs: 1}
 		var got []string
 		for _, op := range d.next(ch, 1) {
 			got = append(got, op.String())
@@ -131,7 +132,7 @@ func TestScheduledRealTimeRun(t *testing.T) {
 	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
 	s := NewScheduler(context.Background(), in, ScheduledConfig{Name: "realtime", ReportDir: t.TempDir()})
 	defer s.Close()
-	rt, rtk := kindAt(t, program.Suffix, "real-time"), func(k string) int { return kindAt(t, program.RealTime, k) }
+	rt, rtk := kindAt(t, generate.Suffix, "real-time"), func(k string) int { return kindAt(t, generate.RealTime, k) }
 	ch := &scripted{t: t, want: map[string][]int{
 		"jobs": {2}, "suffix": {2, 2},
 		// s0: a 100 ms lease and a pause to 10 ms past its end, then a plain claim; s1: a

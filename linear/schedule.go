@@ -1,6 +1,7 @@
 package linear
 
 import (
+	"pgqcheck/generate"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 )
@@ -12,36 +13,36 @@ import (
 
 // capabilities is what the queue ships beyond the contract's core: kinds that need a file it
 // lacks are not drawn.
-func capabilities(q *sut.Queue) program.Can {
-	return program.Can{Lock: q.CanLock(), Rescue: q.CanRescue()}
+func capabilities(q *sut.Queue) generate.Can {
+	return generate.Can{Lock: q.CanLock(), Rescue: q.CanRescue()}
 }
 
 // drawn is a drawn scheduled program: a prefix run one operation at a time, then one suffix per
 // session run concurrently under the drawn schedule. A suffix's length is drawn up front and
 // each of its operations when the session starts it, so a failing program shows only what ran.
-// The kinds and their weights are the program package's configuration (program.Kinds).
+// The kinds and their weights are the program package's configuration (generate.Kinds).
 type drawn struct {
 	prefix  []program.Op
 	lengths []int // operations each session's suffix holds
 	jobs    int   // enqueues drawn so far: job ids are 1, 2, ...
-	can     program.Can
+	can     generate.Can
 }
 
 // drawOp draws one operation of session s from a column of kinds, as the operations it runs.
-func (p *drawn) drawOp(c chooser, label string, col program.Column, s string) []program.Op {
-	k := program.Pick(c, label, program.Layout(col, p.can))
-	return k.Draw(&program.Draw{C: c, Dialect: program.DialectScheduled, Session: s, Jobs: &p.jobs,
-		From: func(col program.Column, label string) []program.Op { return p.drawOp(c, label, col, s) }})
+func (p *drawn) drawOp(c chooser, label string, col generate.Column, s string) []program.Op {
+	k := generate.Pick(c, label, generate.Layout(col, p.can))
+	return k.Draw(&generate.Draw{C: c, Dialect: generate.DialectScheduled, Session: s, Jobs: &p.jobs,
+		From: func(col generate.Column, label string) []program.Op { return p.drawOp(c, label, col, s) }})
 }
 
 // next draws the next operation of a session's suffix.
 func (p *drawn) next(c chooser, session int) []program.Op {
-	return p.drawOp(c, opLabel(session), program.Suffix, program.ScheduledSession(session))
+	return p.drawOp(c, opLabel(session), generate.Suffix, program.ScheduledSession(session))
 }
 
 // drawProgram draws the sessions, the prefix, and the suffixes' lengths. A queue without
 // lock.sql gets no lockers, one without rescue.sql no rescues.
-func drawProgram(c chooser, cfg ScheduledConfig, can program.Can) *drawn {
+func drawProgram(c chooser, cfg ScheduledConfig, can generate.Can) *drawn {
 	p := &drawn{can: can}
 	n := c.Choose(2, max(2, cfg.Sessions), "sessions")
 	p.jobs = c.Choose(1, 5, "jobs")
@@ -57,7 +58,7 @@ func drawProgram(c chooser, cfg ScheduledConfig, can program.Can) *drawn {
 	}
 	for i, k := 0, c.Choose(0, cfg.MaxPrefix, labelPrefixCount); i < k; i++ {
 		s := c.Choose(0, n-1, labelPrefixSession)
-		p.prefix = append(p.prefix, p.drawOp(c, "prefix op", program.Prefix, program.ScheduledSession(s))...)
+		p.prefix = append(p.prefix, p.drawOp(c, "prefix op", generate.Prefix, program.ScheduledSession(s))...)
 	}
 	for s := 0; s < n; s++ {
 		p.lengths = append(p.lengths, c.Choose(1, cfg.MaxSuffix, labelSuffix))

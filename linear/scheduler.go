@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/internal/rapidrun"
+
 	"pgregory.net/rapid"
 
 	"pgqcheck/faultproxy"
@@ -849,7 +851,7 @@ func (r *srun) program(v *model.Violation) *program.Program {
 func SearchScheduled(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig) (*program.Finding, error) {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
-	out, failed := program.CheckOutside(name, s.Property)
+	out, failed := rapidrun.Check(name, s.Property)
 	return s.outcome(out, failed)
 }
 
@@ -874,7 +876,7 @@ func ReplayInput(ctx context.Context, in *sut.Installed, name string, cfg Schedu
 }
 
 func (s *Scheduler) replayInput(name string, data []byte) (*program.Finding, error) {
-	return s.outcome(program.RunOutside(name, func(t rapid.TB) { s.RunBytes(t, data) }))
+	return s.outcome(rapidrun.Run(name, func(t rapid.TB) { s.RunBytes(t, data) }))
 }
 
 // ReplayProgram runs a saved scheduled program once, outside `go test`. It returns nil when
@@ -893,7 +895,7 @@ func (s *Scheduler) ReplayProgram(p *program.Program) (*program.Finding, error) 
 
 func (s *Scheduler) replayProgram(p *program.Program) (*program.Finding, error) {
 	s.trace = ""
-	return s.outcome(program.RunOutside("replay", func(t rapid.TB) { s.RunProgram(t, p) }))
+	return s.outcome(rapidrun.Run("replay", func(t rapid.TB) { s.RunProgram(t, p) }))
 }
 
 // ReduceScheduled removes every operation of a scheduled finding's program that its failure

@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"pgqcheck/generate"
 	"pgqcheck/program"
 )
 
@@ -43,7 +44,7 @@ func shape(p whole) (prefix []string, suffixes [][]string) {
 
 // drawWhole draws a program and all its suffixes, session by session.
 func drawWhole(c chooser, cfg ScheduledConfig) whole {
-	p := whole{d: drawProgram(c, cfg, program.Can{Lock: true})}
+	p := whole{d: drawProgram(c, cfg, generate.Can{Lock: true})}
 	for s, n := range p.d.lengths {
 		var ops [][]program.Op
 		for i := 0; i < n; i++ {

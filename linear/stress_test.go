@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"pgqcheck/generate"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -17,12 +18,12 @@ import (
 // them, the late completions are refused, snapshots see leases over, and the history, every
 // claim carrying its lease and every statement its window, checks on the seed queue.
 func TestStressRealTime(t *testing.T) {
-	defer func(l, h, c program.Weights) {
-		program.LeaseWeights, program.TimedHoldWeights, program.ChaosWeights = l, h, c
-	}(program.LeaseWeights, program.TimedHoldWeights, program.ChaosWeights)
-	program.LeaseWeights = program.Weights{"timed": 1}
-	program.TimedHoldWeights = program.Weights{"until after its end": 1}
-	program.ChaosWeights = program.Weights{"snapshot": 1, "rest": 9}
+	defer func(l, h, c generate.Weights) {
+		generate.LeaseWeights, generate.TimedHoldWeights, generate.ChaosWeights = l, h, c
+	}(generate.LeaseWeights, generate.TimedHoldWeights, generate.ChaosWeights)
+	generate.LeaseWeights = generate.Weights{"timed": 1}
+	generate.TimedHoldWeights = generate.Weights{"until after its end": 1}
+	generate.ChaosWeights = generate.Weights{"snapshot": 1, "rest": 9}
 	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
 	res, err := Stress(context.Background(), in, StressConfig{Workers: 6, Duration: time.Second, ReportDir: t.TempDir()})
 	if err != nil {

@@ -8,12 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"pgqcheck/generate"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
 // draw picks a kind from weights.
-func draw(rng *rand.Rand, w program.Weights) string { return w.At(rng.IntN(w.Total())) }
+func draw(rng *rand.Rand, w generate.Weights) string { return w.At(rng.IntN(w.Total())) }
 
 // token is what a claim hands a worker.
 type token = program.Token
@@ -197,8 +198,8 @@ func (r *run) work(w *worker) {
 			w.one(ctx, program.Complete{S: name})
 		}
 		lease := r.cfg.Lease
-		if draw(w.rng, program.LeaseWeights) == "timed" {
-			lease = program.TimedLeases[w.rng.IntN(len(program.TimedLeases))]
+		if draw(w.rng, generate.LeaseWeights) == "timed" {
+			lease = generate.TimedLeases[w.rng.IntN(len(generate.TimedLeases))]
 		}
 		res := w.one(ctx, program.Claim{S: name, Lease: lease})
 		if res.Err != nil {
@@ -229,7 +230,7 @@ func (r *run) work(w *worker) {
 			time.Sleep(d)
 			w.paused.Store(nil)
 		}
-		switch draw(w.rng, program.AfterClaimWeights) {
+		switch draw(w.rng, generate.AfterClaimWeights) {
 		case "complete":
 			w.one(ctx, program.Complete{S: name})
 		case "crash": // forget every token; the jobs wait for an expiry or the drain
@@ -252,14 +253,14 @@ func (w *worker) hold(timed bool) program.Procedure {
 	if !timed {
 		return nil
 	}
-	margin := program.NearMargins[w.rng.IntN(len(program.NearMargins))]
-	switch draw(w.rng, program.TimedHoldWeights) {
+	margin := generate.NearMargins[w.rng.IntN(len(generate.NearMargins))]
+	switch draw(w.rng, generate.TimedHoldWeights) {
 	case "until before its end":
 		return program.Near{W: w.c.Name, Margin: margin}
 	case "until after its end":
 		return program.Near{W: w.c.Name, Margin: margin, After: true}
 	case "pause":
-		return program.Sleep{D: program.RealPauses[w.rng.IntN(len(program.RealPauses))]}
+		return program.Sleep{D: generate.RealPauses[w.rng.IntN(len(generate.RealPauses))]}
 	}
 	return nil
 }

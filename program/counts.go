@@ -113,22 +113,22 @@ func (c *Counts) Add(o Counts) {
 	c.StressRounds += o.StressRounds
 }
 
-// answers is what the queue answered during one operation, and how long it paused.
-type answers struct {
+// Answers is what the queue answered during one operation, and how long it paused.
+type Answers struct {
 	Tally
-	slept time.Duration // real time the operation paused for
+	Slept time.Duration // real time the operation paused for
 }
 
-// observe counts one simple (not compound) operation.
-func (c *Counts) observe(op Op, a answers, err error) {
+// Observe counts one simple (not compound) operation.
+func (c *Counts) Observe(op Op, a Answers, err error) {
 	var v *model.Violation
 	if errors.As(err, &v) && v.Property == model.PNoErrors {
 		c.Errors++
 	}
 	c.TimedClaims += int64(a.Timed)
-	if a.slept > 0 {
+	if a.Slept > 0 {
 		c.RealPauses++
-		c.PausedMillis += a.slept.Milliseconds()
+		c.PausedMillis += a.Slept.Milliseconds()
 	}
 	claimsAndCompletions := func() {
 		c.Claims += int64(a.Claims)

@@ -32,6 +32,15 @@ type syntax struct {
 
 var grammar []syntax
 
+// Syntax registers an operation's line: the format it prints with (String) and parses from,
+// and how to build the operation from what the format's verbs matched (%d a number, %v a
+// duration, %s a session) and the session it runs on. Each operation of this package registers
+// its own; a kind of operation defined elsewhere registers its line the same way, from an init
+// function.
+func Syntax(format string, build func(session string, values []string) (Op, error)) {
+	rule(format, build)
+}
+
 // rule registers a format. The regexp is made from the format itself: %d matches a number,
 // %v a duration, %s a session.
 func rule(format string, build func(s string, v []string) (Op, error)) {

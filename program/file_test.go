@@ -79,15 +79,3 @@ func TestParseRefuses(t *testing.T) {
 		t.Errorf("a scheduled program on its own sessions was refused: %v", err)
 	}
 }
-
-// Weights lay their kinds out in name order, each over as many draws as its weight.
-func TestWeightsAt(t *testing.T) {
-	w := Weights{"b": 2, "a": 1, "c": 3}
-	var got []string
-	for x := 0; x < w.Total(); x++ {
-		got = append(got, w.At(x))
-	}
-	if want := []string{"a", "b", "b", "c", "c", "c"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("draws give %v, want %v", got, want)
-	}
-}

@@ -74,7 +74,7 @@ func Wait(ctx context.Context, d time.Duration, halt <-chan struct{}) error {
 // backend. Runners carry it out; it issues no statement of its own.
 type Fault interface {
 	Step
-	fault() FaultKind
+	Injects() FaultKind
 }
 
 // FaultKind is the fault a Fault injects.
@@ -178,7 +178,7 @@ func (o Near) target(w *World) (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
-	t, ok := s.newest(0)
+	t, ok := s.Newest(0)
 	if !ok || t.Lease > MaxNearLease || t.Until.To == model.Never {
 		return 0, false
 	}
@@ -299,11 +299,11 @@ func (o Complete) Applicable(w *World) bool {
 	if !ok || !outsideTxnWork(w, s) {
 		return false
 	}
-	t, ok := s.newest(o.Back)
+	t, ok := s.Newest(o.Back)
 	return ok && w.free(s, t.ID)
 }
 func (o Complete) Stmts(w *World) []Stmt {
-	t, _ := w.Session(o.S).newest(o.Back)
+	t, _ := w.Session(o.S).Newest(o.Back)
 	return []Stmt{CompleteStmt{Job: t.ID, Gen: t.Gen}}
 }
 
@@ -348,18 +348,18 @@ func (o ExpireClaim) String() string {
 	return on(o.S) + fmt.Sprintf(fmtExpireClaimBack, o.Back)
 }
 func (o ExpireClaim) On() string { return o.S }
-func (o ExpireClaim) job(w *World) (int64, bool) {
+func (o ExpireClaim) Job(w *World) (int64, bool) {
 	if o.Back < 0 || o.Back >= len(w.Claims) {
 		return 0, false
 	}
 	return w.Claims[len(w.Claims)-1-o.Back].ID, true
 }
 func (o ExpireClaim) Applicable(w *World) bool {
-	id, ok := o.job(w)
+	id, ok := o.Job(w)
 	return ok && Expire{S: o.S, Job: id}.Applicable(w)
 }
 func (o ExpireClaim) Stmts(w *World) []Stmt {
-	id, _ := o.job(w)
+	id, _ := o.Job(w)
 	return []Stmt{ExpireStmt{Job: id}}
 }
 
@@ -369,20 +369,20 @@ type Pause struct{ W string }
 
 func (o Pause) String() string { return on(o.W) + fmtPause }
 func (o Pause) On() string     { return "" } // the expiry is the test hook's, run by the default session
-func (o Pause) job(w *World) (int64, bool) {
+func (o Pause) Job(w *World) (int64, bool) {
 	s := w.Session(o.W)
 	if s == nil {
 		return 0, false
 	}
-	t, ok := s.newest(0)
+	t, ok := s.Newest(0)
 	return t.ID, ok
 }
 func (o Pause) Applicable(w *World) bool {
-	id, ok := o.job(w)
+	id, ok := o.Job(w)
 	return ok && Expire{Job: id}.Applicable(w)
 }
 func (o Pause) Stmts(w *World) []Stmt {
-	id, _ := o.job(w)
+	id, _ := o.Job(w)
 	return []Stmt{ExpireStmt{Job: id}}
 }
 
@@ -471,7 +471,7 @@ func (o Cancel) Applicable(w *World) bool {
 	return s != nil && (s.Busy || s.InTxn)
 }
 func (o Cancel) Stmts(w *World) []Stmt { return nil }
-func (o Cancel) fault() FaultKind      { return FaultCancel }
+func (o Cancel) Injects() FaultKind    { return FaultCancel }
 
 // Terminate ends the session's backend (pg_terminate_backend); the session comes back as a
 // new connection. Its transaction, if any, never committed.
@@ -484,7 +484,7 @@ func (o Terminate) Applicable(w *World) bool {
 	return s != nil && (s.Busy || s.InTxn)
 }
 func (o Terminate) Stmts(w *World) []Stmt { return nil }
-func (o Terminate) fault() FaultKind      { return FaultTerminate }
+func (o Terminate) Injects() FaultKind    { return FaultTerminate }
 
 // Crash: worker W dies and forgets every token it held; its jobs wait for their leases.
 type Crash struct{ W string }

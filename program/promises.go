@@ -1,44 +1,11 @@
 package program
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"pgqcheck/model"
 )
-
-// replayNotPromised replays ops and answers the first thing the queue did that it does not
-// promise, as its violation (nil when it did nothing of the kind, or broke a promise it makes).
-func replayNotPromised(ctx context.Context, e *Env, ops []Op) error {
-	e.NotPromised = nil
-	err := Replay(ctx, e, ops)
-	if len(e.NotPromised) > 0 {
-		return e.NotPromised[0].Violation
-	}
-	if IsHarness(err) {
-		return err
-	}
-	return nil
-}
-
-// ReduceNotPromised reduces the program of a not-promised finding as a failure's program is
-// reduced (whole operations, for as long as the rest still shows it), and returns it with the
-// reduced program's trace. It leaves env's NotPromised empty.
-func ReduceNotPromised(ctx context.Context, e *Env, f *Finding, budget time.Duration) *Finding {
-	ops, _ := Reduce(ctx, f.Program.Ops, budget, func(ops []Op) error { return replayNotPromised(ctx, e, ops) })
-	err := replayNotPromised(ctx, e, ops) // env then holds the reduced run, whose trace is reported
-	var v *model.Violation
-	out := *f
-	if errors.As(err, &v) && v.NotPromised && len(e.NotPromised) > 0 {
-		out.Violation, out.Program = v, &Program{Header: map[string]string{}, Ops: ops}
-		out.Trace, out.Model = e.NotPromised[0].Trace, e.NotPromised[0].Model
-	}
-	e.NotPromised = nil
-	return &out
-}
 
 // The properties each kind of run judges.
 var (

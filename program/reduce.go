@@ -8,24 +8,6 @@ import (
 	"pgqcheck/model"
 )
 
-// Replay runs a program from an empty queue, skipping operations that do not apply, and returns
-// the first violation or error. The same program always gives the same result, which is what
-// makes a saved program a regression case.
-func Replay(ctx context.Context, e *Env, ops []Op) error {
-	if err := e.Reset(ctx); err != nil {
-		return &HarnessError{err}
-	}
-	for _, op := range ops {
-		if !op.Applicable(e.W) {
-			continue
-		}
-		if err := e.Step(ctx, op); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // SameFailure reports whether two errors are the same verdict: the same property broken, or
 // both failures of the same non-property kind.
 func SameFailure(a, b error) bool {
@@ -73,11 +55,4 @@ func Reduce(ctx context.Context, ops []Op, budget time.Duration, run func([]Op) 
 		}
 	}
 	return ops, want
-}
-
-// ReduceSequential reduces a sequential program on env, and leaves env holding the reduced
-// run, so its trace is what gets reported.
-func ReduceSequential(ctx context.Context, e *Env, ops []Op, budget time.Duration) ([]Op, error) {
-	ops, _ = Reduce(ctx, ops, budget, func(ops []Op) error { return Replay(ctx, e, ops) })
-	return ops, Replay(ctx, e, ops)
 }

@@ -138,7 +138,7 @@ func errAnswer(r Result) (string, bool) {
 
 // queueErr classifies an error from a queue statement: a multi-row claim or a failed statement
 // is a finding; anything else is the harness's.
-func queueErr(err error) error {
+func QueueError(err error) error {
 	var multi *sut.ErrMultipleRows
 	if errors.As(err, &multi) {
 		return multi.Violation()

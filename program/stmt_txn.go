@@ -27,7 +27,7 @@ func (st LockStmt) Answer(r Result) string {
 }
 func (st LockStmt) Judge(m *model.Queue, _ *Session, r Result, _ model.Window) error {
 	if r.Err != nil {
-		return queueErr(r.Err)
+		return QueueError(r.Err)
 	}
 	m.Lock(st.Job)
 	return nil
@@ -109,7 +109,7 @@ func (st EndStmt) Judge(m *model.Queue, s *Session, r Result, _ model.Window) er
 	}
 	return nil
 }
-func (EndStmt) Apply(_ *World, s *Session, _ Result, _ model.Window) { s.endTxn() }
+func (EndStmt) Apply(_ *World, s *Session, _ Result, _ model.Window) { s.EndTxn() }
 func (st EndStmt) Record(h Recording, r Result)                      { h.End(st.Commit, r.Err) }
 
 // SleepStmt parks the session in pg_sleep, so that a cancel has a statement to interrupt.

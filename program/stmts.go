@@ -33,7 +33,7 @@ func (st EnqueueStmt) input() model.Input {
 }
 func (st EnqueueStmt) Judge(m *model.Queue, _ *Session, r Result, _ model.Window) error {
 	if r.Err != nil {
-		return queueErr(r.Err)
+		return QueueError(r.Err)
 	}
 	return m.Enqueue(r.Out.Job)
 }
@@ -101,7 +101,7 @@ func (st ClaimStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window)
 		if errors.As(r.Err, &se) && se.LockWait() {
 			return model.Violate(model.PSkipLocked, "claim waited for a row lock another session holds instead of skipping the row (lock_timeout, SQLSTATE 55P03)")
 		}
-		return queueErr(r.Err)
+		return QueueError(r.Err)
 	}
 	return m.Claim(at, st.Lease, r.Out.Found, r.Out.Job, r.Out.Gen)
 }
@@ -177,7 +177,7 @@ func (st CompleteStmt) Answer(r Result) string {
 }
 func (st CompleteStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window) error {
 	if r.Err != nil {
-		return queueErr(r.Err)
+		return QueueError(r.Err)
 	}
 	return m.Complete(at, st.Job, st.Gen, r.Out.Rows)
 }
@@ -220,7 +220,7 @@ func (st ExpireStmt) Answer(r Result) string {
 }
 func (st ExpireStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window) error {
 	if r.Err != nil {
-		return queueErr(r.Err)
+		return QueueError(r.Err)
 	}
 	m.Expire(at, st.Job)
 	return nil
@@ -234,7 +234,7 @@ func (st ExpireStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 		return
 	}
 	for _, o := range w.Sessions {
-		if t, ok := o.newest(0); ok && o.Holding && t.ID == st.Job {
+		if t, ok := o.Newest(0); ok && o.Holding && t.ID == st.Job {
 			o.Holding = false
 		}
 	}
@@ -267,7 +267,7 @@ func (st SnapshotStmt) Answer(r Result) string {
 }
 func (st SnapshotStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window) error {
 	if r.Err != nil {
-		return queueErr(r.Err)
+		return QueueError(r.Err)
 	}
 	return m.CheckSnapshot(at, r.Rows)
 }
@@ -321,7 +321,7 @@ func (st RescueStmt) Answer(r Result) string {
 }
 func (st RescueStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window) error {
 	if r.Err != nil {
-		return queueErr(r.Err)
+		return QueueError(r.Err)
 	}
 	return m.Rescue(at, r.Jobs)
 }

@@ -10,6 +10,20 @@ import (
 	"pgqcheck/sut"
 )
 
+// The Prop suite's world: enough workers for one to hold a stale token while another reclaims,
+// and lockers to hold two rows at once. A saved program replays only in the same world, so
+// every runner of the state machine uses these.
+const (
+	Workers = 3
+	Lockers = 2
+	// Reader runs the operations printed without a session: enqueue, expire, the snapshots.
+	Reader = "reader"
+)
+
+// WorkerName and LockerName are the sequential world's session names.
+func WorkerName(i int) string { return fmt.Sprintf("w%d", i) }
+func LockerName(i int) string { return fmt.Sprintf("locker%d", i) }
+
 // Token is what a claim hands a worker: the job and the generation it must present, and
 // where, on the database clock, the lease it asked for ends (as far as the claim's clock
 // readings tell).
@@ -61,12 +75,12 @@ func (s *Session) Label() string {
 	return fmt.Sprintf("%s/%d", s.Name, s.Lives)
 }
 
-func (s *Session) endTxn() {
+func (s *Session) EndTxn() {
 	s.InTxn, s.Aborted, s.Claimed, s.Work, s.Locks = false, false, false, false, nil
 }
 
 // newest returns the token back places before the session's newest.
-func (s *Session) newest(back int) (Token, bool) {
+func (s *Session) Newest(back int) (Token, bool) {
 	if back < 0 || back >= len(s.Tokens) {
 		return Token{}, false
 	}
@@ -103,12 +117,12 @@ type World struct {
 	payloads      int
 	// Clock is the run's database time, which every statement's window is counted in (a
 	// concurrent run's recorder shares it).
-	Clock *DBClock
+	Clock *sut.DBClock
 }
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
-	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, FixedLease: q.FixedLease, Lease: LongLease, Clock: &DBClock{}}
+	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, FixedLease: q.FixedLease, Lease: LongLease, Clock: &sut.DBClock{}}
 	if q.FixedLease != 0 {
 		w.Lease = q.FixedLease
 	}
@@ -182,7 +196,7 @@ func (w *World) free(s *Session, id int64) bool {
 // and it comes back as a new life with the tokens it held (a worker's memory outlives its
 // connection; a crash is what forgets).
 func (w *World) Lost(s *Session) {
-	s.endTxn()
+	s.EndTxn()
 	s.Busy, s.Holding = false, false
 	s.Lives++
 }

@@ -79,3 +79,23 @@ func poll(ctx context.Context, what string, done func() (bool, error)) error {
 		}
 	}
 }
+
+// CancelIdle cancels a session that is idle in its transaction, as the seed's cancellation
+// while a candidate is locked: the session parks in pg_sleep, pg_cancel_backend interrupts it
+// (Postgres aborts the transaction, releasing its locks), and the client rolls back.
+func (in *Installed) CancelIdle(ctx context.Context, c *Session) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Sleep(ctx, time.Hour) }()
+	if err := in.WaitFor(ctx, c.PID, "PgSleep"); err != nil {
+		_ = in.Cancel(ctx, c.PID)
+		<-done
+		return err
+	}
+	if err := in.Cancel(ctx, c.PID); err != nil {
+		return err
+	}
+	if err := <-done; err == nil {
+		return fmt.Errorf("pg_sleep was not cancelled")
+	}
+	return c.Rollback(ctx)
+}

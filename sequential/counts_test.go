@@ -1,4 +1,4 @@
-package program_test
+package sequential_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pgqcheck/program"
+	"pgqcheck/sequential"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 	"pgqcheck/sut/suttest"
@@ -20,7 +21,7 @@ const ms = time.Millisecond
 // each answer, and compares what Env counted with what the program did.
 func TestCounts(t *testing.T) {
 	ctx := context.Background()
-	env, err := program.NewEnv(ctx, suttest.Install(t, sut.MustBuiltin("seed")), program.Workers, program.Lockers)
+	env, err := sequential.NewEnv(ctx, suttest.Install(t, sut.MustBuiltin("seed")), program.Workers, program.Lockers)
 	if err != nil {
 		t.Fatal(err)
 	}

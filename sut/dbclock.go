@@ -1,11 +1,10 @@
-package program
+package sut
 
 import (
 	"sync"
 	"time"
 
 	"pgqcheck/model"
-	"pgqcheck/sut"
 )
 
 // DBClock turns a statement's clock readings into database time as the model counts it:
@@ -48,7 +47,7 @@ func (c *DBClock) Estimate() time.Duration {
 // answer was lost, or the transaction had already failed) is bounded by floor, the latest
 // reading before the statement was sent; a missing last one by nothing: the statement may
 // have taken effect at any later time.
-func (c *DBClock) Window(r sut.Clock, floor time.Duration) model.Window {
+func (c *DBClock) Window(r Clock, floor time.Duration) model.Window {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.origin.IsZero() && !r.From.IsZero() {

@@ -1,33 +1,34 @@
-package program
+package generate
 
 import (
 	"pgqcheck/faultproxy"
+	"pgqcheck/program"
 )
 
 // How each kind of config.go is drawn. Every draw of a kind makes the same choices in the same
 // order in every mode; the dialect decides only what "a worker" and "a job" are.
 
-func one(op Op) []Op { return []Op{op} }
+func one(op program.Op) []program.Op { return []program.Op{op} }
 
-func claim(d *Draw) []Op { return one(Claim{S: d.Worker()}) }
+func claim(d *Draw) []program.Op { return one(program.Claim{S: d.Worker()}) }
 
-func timedClaim(d *Draw) []Op {
-	return one(Claim{S: d.Worker(), Lease: d.Span("lease", TimedLeases)})
+func timedClaim(d *Draw) []program.Op {
+	return one(program.Claim{S: d.Worker(), Lease: d.Span("lease", TimedLeases)})
 }
 
 // complete presents one of the holder's tokens, mostly its newest; older ones are the stale
 // tokens of paused workers.
-func complete(d *Draw) []Op {
+func complete(d *Draw) []program.Op {
 	w, ok := d.Holder()
 	if !ok {
 		return nil
 	}
-	return one(Complete{S: w, Back: d.Choose(0, 2, "back")})
+	return one(program.Complete{S: w, Back: d.Choose(0, 2, "back")})
 }
 
 // onHolder draws an operation of a worker that holds a token.
-func onHolder(op func(w string) Op) func(d *Draw) []Op {
-	return func(d *Draw) []Op {
+func onHolder(op func(w string) program.Op) func(d *Draw) []program.Op {
+	return func(d *Draw) []program.Op {
 		w, ok := d.Holder()
 		if !ok {
 			return nil
@@ -36,36 +37,36 @@ func onHolder(op func(w string) Op) func(d *Draw) []Op {
 	}
 }
 
-func expire(d *Draw) []Op {
+func expire(d *Draw) []program.Op {
 	id, ok := d.Job()
 	if !ok {
 		return nil
 	}
-	return one(Expire{Job: id})
+	return one(program.Expire{Job: id})
 }
 
 // expireClaimed ends, mostly, the lease of a recent claim (a lease worth ending, whatever ids
 // the queue hands out); else a job's by position.
-func expireClaimed(d *Draw) []Op {
+func expireClaimed(d *Draw) []program.Op {
 	s := d.Worker()
 	if d.Choose(0, 3, "expire by id") == 3 {
 		id, _ := d.Job()
-		return one(Expire{S: s, Job: id})
+		return one(program.Expire{S: s, Job: id})
 	}
-	return one(ExpireClaim{S: s, Back: d.Choose(0, 2, "back")})
+	return one(program.ExpireClaim{S: s, Back: d.Choose(0, 2, "back")})
 }
 
-func enqueueOne(d *Draw) []Op {
+func enqueueOne(d *Draw) []program.Op {
 	d.Enqueued(1)
-	return one(Enqueue{S: d.Worker(), N: 1})
+	return one(program.Enqueue{S: d.Worker(), N: 1})
 }
 
 // claimTxn claims in a transaction of its own, maybe completes the claimed job in it, and
 // commits (mostly) or rolls back; timed, it waits before its claim and before its completion,
 // with a lease of its own length.
-func claimTxn(d *Draw, timed bool) []Op {
+func claimTxn(d *Draw, timed bool) []program.Op {
 	s := d.Worker()
-	o := ClaimTxn{S: s, Commit: d.Choose(0, 3, "rollback") < 3, Complete: d.Bool("complete in txn")}
+	o := program.ClaimTxn{S: s, Commit: d.Choose(0, 3, "rollback") < 3, Complete: d.Bool("complete in txn")}
 	if timed {
 		o.Wait, o.Lease, o.Hold = d.Span("wait", TxnWaits), d.Span("lease", TimedLeases), d.Span("hold", TxnHolds)
 	}
@@ -74,81 +75,81 @@ func claimTxn(d *Draw, timed bool) []Op {
 
 // fuzzClaimTxn is FuzzQueue's claim transaction: waits, a lease of its own, and one of three
 // ends (complete and commit, commit only, complete and roll back).
-func fuzzClaimTxn(d *Draw) []Op {
+func fuzzClaimTxn(d *Draw) []program.Op {
 	w := d.Worker()
 	wait, hold, lease := d.Span("wait", TxnWaits), d.Span("hold", TxnHolds), d.Span("lease", TimedLeases)
 	end := d.Choose(0, 2, "end")
-	return one(ClaimTxn{S: w, Wait: wait, Hold: hold, Lease: lease, Complete: end != 1, Commit: end != 2})
+	return one(program.ClaimTxn{S: w, Wait: wait, Hold: hold, Lease: lease, Complete: end != 1, Commit: end != 2})
 }
 
-func lockTxn(d *Draw) []Op {
+func lockTxn(d *Draw) []program.Op {
 	s := d.Locker()
 	id, _ := d.Job()
-	return one(LockTxn{S: s, Job: id, Commit: d.Choose(0, 3, "rollback") < 3})
+	return one(program.LockTxn{S: s, Job: id, Commit: d.Choose(0, 3, "rollback") < 3})
 }
 
-func lock(d *Draw) []Op {
+func lock(d *Draw) []program.Op {
 	l := d.Locker()
 	id, ok := d.Job()
 	if !ok {
 		return nil
 	}
-	return one(Lock{S: l, Job: id})
+	return one(program.Lock{S: l, Job: id})
 }
 
 // release ends a locker's transaction: the locker is drawn first, as the release's receiver,
 // then how it ends.
-func release(d *Draw) []Op {
+func release(d *Draw) []program.Op {
 	l := d.Locker()
-	ends := []Op{Commit{S: l}, Rollback{S: l}, Cancel{S: l}, Terminate{S: l}}
+	ends := []program.Op{program.Commit{S: l}, program.Rollback{S: l}, program.Cancel{S: l}, program.Terminate{S: l}}
 	return one(ends[d.Choose(0, len(ends)-1, "how")])
 }
 
-func replaced(d *Draw) []Op {
+func replaced(d *Draw) []program.Op {
 	w, ok := d.Holder()
 	if !ok {
 		return nil
 	}
-	return one(Replaced{W: w, By: d.Other(w)})
+	return one(program.Replaced{W: w, By: d.Other(w)})
 }
 
 // near pauses a holder until just before or just after its own newest lease ends.
-func near(d *Draw) []Op {
+func near(d *Draw) []program.Op {
 	w, ok := d.Holder()
 	if !ok {
 		return nil
 	}
-	return one(Near{W: w, Margin: d.Span("margin", NearMargins), After: d.Bool("after")})
+	return one(program.Near{W: w, Margin: d.Span("margin", NearMargins), After: d.Bool("after")})
 }
 
 // leaseEdge: what the session does next, or another session's claim or snapshot, lands at the
 // edge of the lease it just took.
-func leaseEdge(d *Draw) []Op {
-	c := Claim{S: d.Worker(), Lease: d.Span("lease", EdgeLeases)}
-	return append([]Op{c}, near(d)...)
+func leaseEdge(d *Draw) []program.Op {
+	c := program.Claim{S: d.Worker(), Lease: d.Span("lease", EdgeLeases)}
+	return append([]program.Op{c}, near(d)...)
 }
 
 // edgeComplete: the holder's next statement is its completion, at the edge the pause reached:
 // a lease that ends early, or a completion that accepts a late one, shows here.
-func edgeComplete(d *Draw) []Op {
+func edgeComplete(d *Draw) []program.Op {
 	ops := leaseEdge(d)
-	return append(ops, Complete{S: ops[0].(Claim).S})
+	return append(ops, program.Complete{S: ops[0].(program.Claim).S})
 }
 
 // edgeThen pauses a holder to its lease's edge, then lands another worker's claim, the
 // holder's completion, or the rescuer there (or nothing: the snapshot after every step looks
 // too). What follows the pause runs only where it applies: the pause has changed the state by
 // then.
-func edgeThen(d *Draw) []Op {
+func edgeThen(d *Draw) []program.Op {
 	ops := near(d)
 	if ops == nil {
 		return nil
 	}
-	w := ops[0].(Near).W
+	w := ops[0].(program.Near).W
 	by := d.Other(w)
-	thens := []Op{nil, Claim{S: by}, Complete{S: w}}
+	thens := []program.Op{nil, program.Claim{S: by}, program.Complete{S: w}}
 	if d.W.CanRescue { // the rescuer must leave a live lease alone
-		thens = append(thens, Rescue{S: by})
+		thens = append(thens, program.Rescue{S: by})
 	}
 	if then := thens[d.Choose(0, len(thens)-1, "then")]; then != nil {
 		ops = append(ops, then)
@@ -157,37 +158,37 @@ func edgeThen(d *Draw) []Op {
 }
 
 // proxyFault arms a proxy fault for the statement it hits (see ProxyHits).
-func proxyFault(d *Draw) []Op {
+func proxyFault(d *Draw) []program.Op {
 	s := d.Worker()
 	kind := faultproxy.Kinds[d.Choose(0, len(faultproxy.Kinds)-1, "proxy fault")]
-	f := ProxyFault{S: s, Kind: kind}
+	f := program.ProxyFault{S: s, Kind: kind}
 	if !kind.Lost() {
 		f.For = d.Span("hold", ScheduledHolds)
 	}
-	var hit Op
+	var hit program.Op
 	switch ProxyHits[d.Choose(0, len(ProxyHits)-1, "hit")] {
 	case "claim":
-		hit = Claim{S: s}
+		hit = program.Claim{S: s}
 	case "complete":
-		hit = Complete{S: s, Back: d.Choose(0, 2, "back")}
+		hit = program.Complete{S: s, Back: d.Choose(0, 2, "back")}
 	case "expire":
-		hit = ExpireClaim{S: s, Back: d.Choose(0, 2, "back")}
+		hit = program.ExpireClaim{S: s, Back: d.Choose(0, 2, "back")}
 	case "enqueue":
-		hit = Enqueue{S: s, N: 1}
+		hit = program.Enqueue{S: s, N: 1}
 	case "snapshot":
-		hit = Snapshot{S: s}
+		hit = program.Snapshot{S: s}
 	case "txn":
-		txn := []Op{Begin{S: s}, Claim{S: s}}
+		txn := []program.Op{program.Begin{S: s}, program.Claim{S: s}}
 		if d.Bool("complete in txn") {
-			txn = append(txn, Complete{S: s})
+			txn = append(txn, program.Complete{S: s})
 		}
 		if d.Choose(0, 3, "rollback") < 3 {
-			txn = append(txn, Commit{S: s})
+			txn = append(txn, program.Commit{S: s})
 		} else {
-			txn = append(txn, Rollback{S: s})
+			txn = append(txn, program.Rollback{S: s})
 		}
 		at := d.Choose(0, len(txn)-1, "fault at")
-		return append(append(append([]Op(nil), txn[:at]...), f), txn[at:]...)
+		return append(append(append([]program.Op(nil), txn[:at]...), f), txn[at:]...)
 	}
-	return []Op{f, hit}
+	return []program.Op{f, hit}
 }

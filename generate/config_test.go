@@ -1,9 +1,10 @@
-package program
+package generate
 
 import (
 	"slices"
 	"testing"
 
+	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
@@ -25,7 +26,7 @@ func TestKindsAreDrawn(t *testing.T) {
 			t.Errorf("kind %s has no weight in any column and no fuzz code: no mode draws it", k.Name)
 		}
 	}
-	w := NewWorld(sut.MustBuiltin(sut.DefaultQueue), Reader, WorkerName(0), WorkerName(1), WorkerName(2), LockerName(0), LockerName(1))
+	w := program.NewWorld(sut.MustBuiltin(sut.DefaultQueue), program.Reader, program.WorkerName(0), program.WorkerName(1), program.WorkerName(2), program.LockerName(0), program.LockerName(1))
 	w.Jobs = []int64{1, 2}
 	for i, name := range FuzzCodes {
 		if slices.Index(FuzzCodes, name) != i {

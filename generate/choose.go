@@ -1,4 +1,4 @@
-package program
+package generate
 
 import "pgregory.net/rapid"
 

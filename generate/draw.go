@@ -1,7 +1,9 @@
-package program
+package generate
 
 import (
 	"time"
+
+	"pgqcheck/program"
 )
 
 // Dialect is how a mode resolves what an operation runs on and names.
@@ -25,7 +27,7 @@ type Draw struct {
 	C       Chooser
 	Dialect Dialect
 	// W is the world the operation will run in (sequential, fuzz).
-	W *World
+	W *program.World
 	// Session is the scheduled session the operation runs on; Jobs counts the jobs its program
 	// has enqueued so far (scheduled).
 	Session string
@@ -33,7 +35,7 @@ type Draw struct {
 	// RealTime: the sequential property that lets real time pass (its claim transactions wait).
 	RealTime bool
 	// From draws one operation from another column's kinds (a suffix's real-time kind).
-	From func(col Column, label string) []Op
+	From func(col Column, label string) []program.Op
 }
 
 // Choose is one choice.
@@ -52,7 +54,7 @@ func (d *Draw) Worker() string {
 	if d.Dialect == DialectScheduled {
 		return d.Session
 	}
-	return WorkerName(d.Choose(0, Workers-1, "worker"))
+	return program.WorkerName(d.Choose(0, program.Workers-1, "worker"))
 }
 
 // Holder is a worker that holds a token, for an operation that presents or abandons one; ok is
@@ -65,8 +67,8 @@ func (d *Draw) Holder() (string, bool) {
 		return d.Worker(), true
 	}
 	var ws []string
-	for i := 0; i < Workers; i++ {
-		if s := d.W.Session(WorkerName(i)); s != nil && len(s.Tokens) > 0 {
+	for i := 0; i < program.Workers; i++ {
+		if s := d.W.Session(program.WorkerName(i)); s != nil && len(s.Tokens) > 0 {
 			ws = append(ws, s.Name)
 		}
 	}
@@ -79,10 +81,10 @@ func (d *Draw) Holder() (string, bool) {
 // Other is a worker other than w: the one that reclaims w's job.
 func (d *Draw) Other(w string) string {
 	i := 0
-	for i < Workers && WorkerName(i) != w {
+	for i < program.Workers && program.WorkerName(i) != w {
 		i++
 	}
-	return WorkerName((i + 1 + d.Choose(0, Workers-2, "by")) % Workers)
+	return program.WorkerName((i + 1 + d.Choose(0, program.Workers-2, "by")) % program.Workers)
 }
 
 // Locker is the session that holds a row lock.
@@ -90,7 +92,7 @@ func (d *Draw) Locker() string {
 	if d.Dialect == DialectScheduled {
 		return d.Session
 	}
-	return LockerName(d.Choose(0, Lockers-1, "locker"))
+	return program.LockerName(d.Choose(0, program.Lockers-1, "locker"))
 }
 
 // Job is a job an operation names; ok is false when none is enqueued yet.
@@ -132,7 +134,7 @@ func (k *Kind) Weight(col Column) int {
 type Can struct{ Lock, Rescue bool }
 
 // CanOf is what the world's queue ships.
-func CanOf(w *World) Can { return Can{Lock: w.CanLock, Rescue: w.CanRescue} }
+func CanOf(w *program.World) Can { return Can{Lock: w.CanLock, Rescue: w.CanRescue} }
 
 func (k *Kind) drawnOn(can Can) bool {
 	return (!k.NeedsLock || can.Lock) && (!k.NeedsRescue || can.Rescue)

@@ -1,26 +1,26 @@
-package program
+package sequential
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"strings"
-	"sync"
 	"time"
+
+	"pgqcheck/internal/rapidrun"
 
 	"pgregory.net/rapid"
 
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
+	"pgqcheck/program"
 )
 
 // FindingOf turns the failing run env holds (rapid's final replay of its shrunk case) into a
 // Finding, after reducing its program within budget. It returns nil when the failure is the
 // harness's rather than the queue's.
-func FindingOf(ctx context.Context, env *Env, budget time.Duration) *Finding {
+func FindingOf(ctx context.Context, env *Env, budget time.Duration) *program.Finding {
 	ops, err := ReduceSequential(ctx, env, env.Executed(), budget)
-	f := &Finding{Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: Sequential}
+	f := &program.Finding{Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: program.Sequential}
 	var v *model.Violation
 	switch {
 	case errors.As(err, &v):
@@ -31,7 +31,7 @@ func FindingOf(ctx context.Context, env *Env, budget time.Duration) *Finding {
 		return nil
 	}
 	f.Violation = v
-	f.Program = &Program{Header: map[string]string{}, Ops: ops}
+	f.Program = &program.Program{Header: map[string]string{}, Ops: ops}
 	f.Program.SetVerdict(v)
 	f.Trace = env.Program()
 	f.Model = env.Model.String()
@@ -41,9 +41,9 @@ func FindingOf(ctx context.Context, env *Env, budget time.Duration) *Finding {
 // Search runs the Prop property on env outside `go test` (the mutants' tests), with rapid's
 // usual checks and shrinking, then reduces the failure within reduce. It returns nil when every
 // check passed, an error when the harness rather than the queue failed.
-func Search(ctx context.Context, env *Env, name string, realTime bool, reduce time.Duration) (*Finding, error) {
+func Search(ctx context.Context, env *Env, name string, realTime bool, reduce time.Duration) (*program.Finding, error) {
 	s := NewSeqSearch(env, realTime)
-	out, failed := CheckOutside(name, func(t *rapid.T) { s.Run(ctx, t, nil) })
+	out, failed := rapidrun.Check(name, func(t *rapid.T) { s.Run(ctx, t, nil) })
 	if !failed {
 		return nil, nil
 	}
@@ -60,9 +60,9 @@ type SeqSearch struct {
 	env      *Env
 	realTime bool
 	runs     int
-	failedAt int      // the first failing run, counted from 1; 0 while every run passed
-	firstOps []Op     // that run's operations
-	first    *Finding // what that run broke, unreduced; nil when it failed in the harness
+	failedAt int              // the first failing run, counted from 1; 0 while every run passed
+	firstOps []program.Op     // that run's operations
+	first    *program.Finding // what that run broke, unreduced; nil when it failed in the harness
 }
 
 // NewSeqSearch prepares a search on env, with leases that end by themselves and real pauses
@@ -100,7 +100,7 @@ func (s *SeqSearch) Run(ctx context.Context, t *rapid.T, wrap func(action func(*
 // check lands first past a lease's edge, and what the first run saw is a broken promise all the
 // same, since the model judges only by measured windows. Those are marked Flaky. Finding is nil
 // when no run broke a property: the harness failed (env.Last says how when it was the last run).
-func (s *SeqSearch) Finding(ctx context.Context, reduce time.Duration) *Finding {
+func (s *SeqSearch) Finding(ctx context.Context, reduce time.Duration) *program.Finding {
 	env := s.env
 	f := FindingOf(ctx, env, reduce)
 	if (f == nil || f.Flaky) && s.firstOps != nil {
@@ -121,68 +121,13 @@ func (s *SeqSearch) Finding(ctx context.Context, reduce time.Duration) *Finding 
 }
 
 // Unreduced is the failing run env holds, as it ran: nil when it broke no property.
-func Unreduced(env *Env) *Finding {
+func Unreduced(env *Env) *program.Finding {
 	var v *model.Violation
 	if !errors.As(env.Last, &v) {
 		return nil
 	}
-	p := &Program{Header: map[string]string{}, Ops: env.Executed()}
+	p := &program.Program{Header: map[string]string{}, Ops: env.Executed()}
 	p.SetVerdict(v)
-	return &Finding{Violation: v, Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: Sequential,
+	return &program.Finding{Violation: v, Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: program.Sequential,
 		Program: p, Trace: env.Program(), Model: env.Model.String()}
-}
-
-// RunOutside runs body as a test would run outside `go test`, and returns what it logged and
-// whether it failed.
-func RunOutside(name string, body func(rapid.TB)) (output string, failed bool) {
-	tb := &recorder{name: name}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // FailNow ends this goroutine, as testing.T's does
-		defer wg.Done()
-		body(tb)
-	}()
-	wg.Wait()
-	return tb.out.String(), tb.Failed()
-}
-
-// CheckOutside runs rapid.Check outside `go test` (campaigns, the mutants table), under name as
-// a test's name, and returns what rapid reported and whether the property failed.
-func CheckOutside(name string, prop func(*rapid.T)) (output string, failed bool) {
-	return RunOutside(name, func(tb rapid.TB) { rapid.Check(tb, prop) })
-}
-
-// recorder is a rapid.TB that keeps what rapid says instead of failing a test.
-type recorder struct {
-	name   string
-	mu     sync.Mutex
-	out    strings.Builder
-	failed bool
-}
-
-func (r *recorder) Helper()      {}
-func (r *recorder) Name() string { return r.name }
-func (r *recorder) Logf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	fmt.Fprintf(&r.out, format+"\n", args...)
-}
-func (r *recorder) Log(args ...any)                   { r.Logf("%s", fmt.Sprint(args...)) }
-func (r *recorder) Skipf(format string, args ...any)  { r.Logf(format, args...); runtime.Goexit() }
-func (r *recorder) Skip(args ...any)                  { r.Log(args...); runtime.Goexit() }
-func (r *recorder) SkipNow()                          { runtime.Goexit() }
-func (r *recorder) Errorf(format string, args ...any) { r.Logf(format, args...); r.Fail() }
-func (r *recorder) Error(args ...any)                 { r.Log(args...); r.Fail() }
-func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); r.FailNow() }
-func (r *recorder) Fatal(args ...any)                 { r.Error(args...); r.FailNow() }
-func (r *recorder) FailNow()                          { r.Fail(); runtime.Goexit() }
-func (r *recorder) Fail() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failed = true
-}
-func (r *recorder) Failed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.failed
 }

@@ -1,9 +1,4 @@
-// Package program holds the operations every mode runs: small values that print themselves,
-// parse back from what they print, say when they apply, and resolve into statements against a
-// session. Sequential programs run them here, beside the model (Env); the linear package's
-// scheduler runs the same operations on concurrent sessions; fuzz encodings decode into them;
-// saved programs (.ops files) replay them, and one reducer shrinks them.
-package program
+package sequential
 
 import (
 	"context"
@@ -13,26 +8,13 @@ import (
 	"time"
 
 	"pgqcheck/model"
+	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
 // lockTimeout: in a sequential run nothing ever legitimately waits for a row lock, so any wait
 // is a finding (properties 5 and 9); a short timeout turns it into an error fast.
 const lockTimeout = 20 * time.Millisecond
-
-// The Prop suite's world: enough workers for one to hold a stale token while another reclaims,
-// and lockers to hold two rows at once. A saved program replays only in the same world, so
-// every runner of the state machine uses these.
-const (
-	Workers = 3
-	Lockers = 2
-	// Reader runs the operations printed without a session: enqueue, expire, the snapshots.
-	Reader = "reader"
-)
-
-// WorkerName and LockerName are the sequential world's session names.
-func WorkerName(i int) string { return fmt.Sprintf("w%d", i) }
-func LockerName(i int) string { return fmt.Sprintf("locker%d", i) }
 
 // Env is the sequential world: the installed queue, the model, a session per name. Every
 // queue statement runs between two readings of the database clock, and the model judges it at
@@ -41,23 +23,23 @@ func LockerName(i int) string { return fmt.Sprintf("locker%d", i) }
 type Env struct {
 	In    *sut.Installed
 	Model *model.Queue
-	W     *World
+	W     *program.World
 	conns map[string]*sut.Session
 
-	Trace []string // each executed operation with the queue's answers
-	Ops   []Op     // the operations behind Trace, for reducing and saving a failure
+	Trace []string     // each executed operation with the queue's program.Answers
+	Ops   []program.Op // the operations behind Trace, for reducing and saving a failure
 	// Counts accumulates what the steps exercised until the caller clears it (Reset does not).
-	Counts Counts
+	Counts program.Counts
 	// Last is the error the last program stopped with: what a failing rapid run reported.
 	Last error
 	// NotPromised holds what the queue did that it does not promise (a stale completion of an
 	// at-least-once queue), each with the program that showed it, until the caller clears it
 	// (Reset does not).
-	NotPromised []*Finding
+	NotPromised []*program.Finding
 	unpromised  *model.Violation // the current step's, until the step is traced
 
-	answers []string // the current operation's answers
-	step    answers
+	answers []string // the current operation's program.Answers
+	step    program.Answers
 	stepAt  model.Window // database time from the current step's first statement to its last
 	timed   bool         // a lease of its own length or a real pause ran: traces show db time
 }
@@ -65,14 +47,14 @@ type Env struct {
 // NewEnv connects the sessions for a queue already installed: the reader, the workers and
 // the lockers.
 func NewEnv(ctx context.Context, in *sut.Installed, workers, lockers int) (*Env, error) {
-	names := []string{Reader}
+	names := []string{program.Reader}
 	for i := 0; i < workers; i++ {
-		names = append(names, WorkerName(i))
+		names = append(names, program.WorkerName(i))
 	}
 	for i := 0; i < lockers; i++ {
-		names = append(names, LockerName(i))
+		names = append(names, program.LockerName(i))
 	}
-	w := NewWorld(in.Queue, names...)
+	w := program.NewWorld(in.Queue, names...)
 	w.NoWaits, w.NoTxnWork = true, true
 	e := &Env{In: in, W: w, conns: map[string]*sut.Session{}}
 	for _, n := range names {
@@ -94,7 +76,7 @@ func (e *Env) connect(ctx context.Context, name string) error {
 }
 
 // World is the environment's world, for procedures.
-func (e *Env) World() *World { return e.W }
+func (e *Env) World() *program.World { return e.W }
 
 // CanLock reports whether the queue ships lock.sql (without it, lock operations never apply).
 func (e *Env) CanLock() bool { return e.W.CanLock }
@@ -136,9 +118,9 @@ func (e *Env) Close() {
 // Step runs one operation, records it in the trace, checks the queue's snapshot against the
 // model, and returns the violation or error it met. A harness failure (not a verdict on the
 // queue) is returned as a *HarnessError.
-func (e *Env) Step(ctx context.Context, op Op) error {
-	_, txn := op.(Transaction)
-	if c, ok := op.(Compound); ok && !txn {
+func (e *Env) Step(ctx context.Context, op program.Op) error {
+	_, txn := op.(program.Transaction)
+	if c, ok := op.(program.Compound); ok && !txn {
 		// Each part is a step of its own, checked and traced alone: programs read, count,
 		// save and reduce in simple operations.
 		for _, part := range c.Parts() {
@@ -151,24 +133,24 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 		}
 		return nil
 	}
-	e.answers, e.step, e.stepAt = nil, answers{}, model.Window{From: -1}
+	e.answers, e.step, e.stepAt = nil, program.Answers{}, model.Window{From: -1}
 	var err error
 	switch o := op.(type) {
-	case Procedure:
+	case program.Procedure:
 		err = o.Run(ctx, e)
 		if err == nil {
-			if d, ok := o.(Drain); ok {
+			if d, ok := o.(program.Drain); ok {
 				err = e.drained(d)
 			}
 		}
-	case Step:
+	case program.Step:
 		_, err = e.Do(ctx, o)
-	case Transaction:
+	case program.Transaction:
 		err = e.transaction(ctx, o)
 	default:
-		err = &HarnessError{fmt.Errorf("%s: not an operation a sequential program runs", op)}
+		err = &program.HarnessError{Err: fmt.Errorf("%s: not an operation a sequential program runs", op)}
 	}
-	e.Counts.observe(op, e.step, err)
+	e.Counts.Observe(op, e.step, err)
 	line := op.String()
 	if a := e.answer(op); a != "" {
 		line = fmt.Sprintf("%-28s -> %s", line, a)
@@ -181,8 +163,8 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 	if v := e.unpromised; v != nil {
 		e.unpromised = nil
 		e.Counts.NotPromised++
-		e.NotPromised = append(e.NotPromised, &Finding{Violation: v, Queue: e.In.Queue.Name, Source: e.In.Queue.Source, Mode: Sequential,
-			Program: &Program{Header: map[string]string{}, Ops: e.Executed()}, Trace: e.Program(), Model: e.Model.String()})
+		e.NotPromised = append(e.NotPromised, &program.Finding{Violation: v, Queue: e.In.Queue.Name, Source: e.In.Queue.Source, Mode: program.Sequential,
+			Program: &program.Program{Header: map[string]string{}, Ops: e.Executed()}, Trace: e.Program(), Model: e.Model.String()})
 	}
 	if err == nil {
 		err = e.Check(ctx)
@@ -194,10 +176,10 @@ func (e *Env) Step(ctx context.Context, op Op) error {
 // transaction runs a transaction operation as one step. Its claims and completions are judged
 // as they return (nothing else runs until it ends, and its row locks keep every other session
 // off its rows meanwhile); a transaction that does not commit leaves the model as it found it.
-func (e *Env) transaction(ctx context.Context, tx Transaction) error {
+func (e *Env) transaction(ctx context.Context, tx program.Transaction) error {
 	s := e.W.Session(tx.Session())
 	if s == nil {
-		return &HarnessError{fmt.Errorf("%s: no session %q in this world", tx, tx.Session())}
+		return &program.HarnessError{Err: fmt.Errorf("%s: no session %q in this world", tx, tx.Session())}
 	}
 	before, committed := e.Model.Clone(), false
 	s.Work = true
@@ -207,12 +189,12 @@ func (e *Env) transaction(ctx context.Context, tx Transaction) error {
 		}
 		var err error
 		switch p := part.(type) {
-		case Procedure:
+		case program.Procedure:
 			err = p.Run(ctx, e)
-		case Step:
+		case program.Step:
 			wasAborted := s.Aborted
 			_, err = e.Do(ctx, p)
-			if _, commit := p.(Commit); commit && err == nil && !wasAborted {
+			if _, commit := p.(program.Commit); commit && err == nil && !wasAborted {
 				committed = true
 			}
 		}
@@ -227,44 +209,44 @@ func (e *Env) transaction(ctx context.Context, tx Transaction) error {
 }
 
 // answer is the operation's answers in words.
-func (e *Env) answer(op Op) string {
+func (e *Env) answer(op program.Op) string {
 	switch o := op.(type) {
-	case Enqueue:
+	case program.Enqueue:
 		var ids []string
 		for _, a := range e.answers {
 			ids = append(ids, strings.TrimPrefix(a, "id "))
 		}
 		return "ids " + strings.Join(ids, " ")
-	case Pause:
-		if id, ok := o.job(e.W); ok {
+	case program.Pause:
+		if id, ok := o.Job(e.W); ok {
 			return fmt.Sprintf("job %d's lease expired", id)
 		}
-	case Drain:
+	case program.Drain:
 		return fmt.Sprintf("%d completed", e.step.Accepted)
-	case Near:
-		return fmt.Sprintf("slept %v", e.step.slept.Round(time.Millisecond))
+	case program.Near:
+		return fmt.Sprintf("slept %v", e.step.Slept.Round(time.Millisecond))
 	}
 	return strings.Join(e.answers, "; ")
 }
 
 // Do runs one step's statements, each checked by the model as it returns.
-func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
+func (e *Env) Do(ctx context.Context, st program.Step) ([]program.Result, error) {
 	s := e.W.Session(st.On())
 	if s == nil {
-		return nil, &HarnessError{fmt.Errorf("%s: no session %q in this world", st, st.On())}
+		return nil, &program.HarnessError{Err: fmt.Errorf("%s: no session %q in this world", st, st.On())}
 	}
-	if f, ok := st.(Fault); ok {
-		return nil, e.fault(ctx, s, f.fault())
+	if f, ok := st.(program.Fault); ok {
+		return nil, e.fault(ctx, s, f.Injects())
 	}
-	if _, crash := st.(Crash); crash && e.W.TxBound && s.Holding {
+	if _, crash := st.(program.Crash); crash && e.W.TxBound && s.Holding {
 		// A worker whose claim holds its transaction dies with its connection: the transaction,
 		// the lease, ends, and the job is ready again.
-		held, _ := s.newest(0)
+		held, _ := s.Newest(0)
 		st.Stmts(e.W)
 		e.Model.Expire(model.Window{}, held.ID)
-		return nil, e.fault(ctx, s, FaultTerminate)
+		return nil, e.fault(ctx, s, program.FaultTerminate)
 	}
-	var out []Result
+	var out []program.Result
 	for _, stmt := range st.Stmts(e.W) {
 		floor := e.W.Clock.Latest()
 		r := stmt.Exec(ctx, e.conns[s.Name])
@@ -276,7 +258,7 @@ func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
 			}
 			e.stepAt.To = at.To
 		}
-		e.timed = e.timed || IsTimed(stmt)
+		e.timed = e.timed || program.IsTimed(stmt)
 		if a := stmt.Answer(r); a != "" {
 			e.answers = append(e.answers, a)
 		}
@@ -295,18 +277,18 @@ func (e *Env) Do(ctx context.Context, st Step) ([]Result, error) {
 		}
 		if e.W.BackendsEnded {
 			e.W.BackendsEnded = false
-			if err := e.revive(ctx); err != nil {
-				return out, &HarnessError{err}
+			if err := e.reconnectEnded(ctx); err != nil {
+				return out, &program.HarnessError{Err: err}
 			}
 		}
 	}
 	return out, nil
 }
 
-// revive reconnects the sessions whose backend is gone. On a queue whose claims hold a
+// reconnectEnded reconnects the sessions whose backend is gone. On a queue whose claims hold a
 // transaction, expiring a job ends the backend of the worker that held it, and that worker
 // comes back as a new life, without the transaction.
-func (e *Env) revive(ctx context.Context) error {
+func (e *Env) reconnectEnded(ctx context.Context) error {
 	var pids []int32
 	for _, c := range e.conns {
 		pids = append(pids, int32(c.PID))
@@ -342,33 +324,33 @@ func (e *Env) revive(ctx context.Context) error {
 
 // Sleep lets real time pass on both clocks.
 func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
-	if err := Wait(ctx, d, nil); err != nil {
-		return &HarnessError{err}
+	if err := program.Wait(ctx, d, nil); err != nil {
+		return &program.HarnessError{Err: err}
 	}
 	e.timed = true
-	e.step.slept += d
+	e.step.Slept += d
 	return nil
 }
 
 // fault cancels or terminates a session that is idle in its transaction (nothing is ever in
 // flight in a sequential run): the transaction ends, and its row locks with it.
-func (e *Env) fault(ctx context.Context, s *Session, k FaultKind) error {
+func (e *Env) fault(ctx context.Context, s *program.Session, k program.FaultKind) error {
 	c := e.conns[s.Name]
 	locks := s.Locks
 	switch k {
-	case FaultCancel:
-		if err := CancelIdle(ctx, e.In, c); err != nil {
-			return &HarnessError{err}
+	case program.FaultCancel:
+		if err := e.In.CancelIdle(ctx, c); err != nil {
+			return &program.HarnessError{Err: err}
 		}
-		s.endTxn()
-	case FaultTerminate:
+		s.EndTxn()
+	case program.FaultTerminate:
 		if err := e.In.Terminate(ctx, c.PID); err != nil {
-			return &HarnessError{err}
+			return &program.HarnessError{Err: err}
 		}
 		c.Close()
 		e.W.Lost(s)
 		if err := e.connect(ctx, s.Name); err != nil {
-			return &HarnessError{err}
+			return &program.HarnessError{Err: err}
 		}
 	}
 	for _, id := range locks {
@@ -377,28 +359,8 @@ func (e *Env) fault(ctx context.Context, s *Session, k FaultKind) error {
 	return nil
 }
 
-// CancelIdle cancels a session that is idle in its transaction, as the seed's cancellation
-// while a candidate is locked: the session parks in pg_sleep, pg_cancel_backend interrupts it
-// (Postgres aborts the transaction, releasing its locks), and the client rolls back.
-func CancelIdle(ctx context.Context, in *sut.Installed, c *sut.Session) error {
-	done := make(chan error, 1)
-	go func() { done <- c.Sleep(ctx, time.Hour) }()
-	if err := in.WaitFor(ctx, c.PID, "PgSleep"); err != nil {
-		_ = in.Cancel(ctx, c.PID)
-		<-done
-		return err
-	}
-	if err := in.Cancel(ctx, c.PID); err != nil {
-		return err
-	}
-	if err := <-done; err == nil {
-		return fmt.Errorf("pg_sleep was not cancelled")
-	}
-	return c.Rollback(ctx)
-}
-
 // drained checks what a drain promises: every job no row lock holds is done, completed once.
-func (e *Env) drained(d Drain) error {
+func (e *Env) drained(d program.Drain) error {
 	for _, j := range e.Model.Jobs() {
 		if !j.Locked && (j.State != model.Done || e.Model.Completions(j.ID) > 1) {
 			return model.Violate(model.PRecovery, "after every lease lapsed and the queue drained, job %d is %s with %d completions", j.ID, j.State, e.Model.Completions(j.ID))
@@ -410,9 +372,9 @@ func (e *Env) drained(d Drain) error {
 // Check compares the queue's snapshot with the model.
 func (e *Env) Check(ctx context.Context) error {
 	floor := e.W.Clock.Latest()
-	rows, clk, err := e.conns[Reader].Snapshot(ctx)
+	rows, clk, err := e.conns[program.Reader].Snapshot(ctx)
 	if err != nil {
-		return queueErr(err)
+		return program.QueueError(err)
 	}
 	return e.Model.CheckSnapshot(e.W.Clock.Window(clk, floor), rows)
 }
@@ -429,4 +391,4 @@ func numbered(lines []string) string {
 }
 
 // Executed returns the operations of env's last run that actually ran.
-func (e *Env) Executed() []Op { return append([]Op(nil), e.Ops...) }
+func (e *Env) Executed() []program.Op { return append([]program.Op(nil), e.Ops...) }

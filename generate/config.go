@@ -1,10 +1,11 @@
-package program
+package generate
 
 import (
 	"sort"
 	"time"
 
 	"pgqcheck/faultproxy"
+	"pgqcheck/program"
 )
 
 // Weights is how often a generator draws each kind of operation: generation is configuration,
@@ -49,7 +50,7 @@ type Kind struct {
 	// Draw draws the kind's operations: usually one, or a few that belong together (a timed
 	// claim and the pause to its lease's edge), which a program holds and a shrink removes
 	// together. None: the kind does not apply now.
-	Draw func(d *Draw) []Op
+	Draw func(d *Draw) []program.Op
 }
 
 // Kinds is every kind, in the order scheduled layouts lay them out: a new kind goes at the end,
@@ -69,28 +70,28 @@ var Kinds = []*Kind{
 	{Name: "claim", Seq: 4, SeqRT: 4, Prefix: 2, Suffix: 4, Draw: claim},
 	{Name: "complete", Seq: 4, SeqRT: 4, Prefix: 1, Suffix: 4, Draw: complete},
 	{Name: "expire-claimed", Prefix: 2, Suffix: 3, Draw: expireClaimed},
-	{Name: "claim-txn", Seq: 1, Suffix: 3, Draw: func(d *Draw) []Op { return claimTxn(d, false) }},
+	{Name: "claim-txn", Seq: 1, Suffix: 3, Draw: func(d *Draw) []program.Op { return claimTxn(d, false) }},
 	{Name: "lock-txn", Suffix: 2, NeedsLock: true, Draw: lockTxn},
 	{Name: "enqueue-one", Prefix: 1, Suffix: 1, Draw: enqueueOne},
-	{Name: "snapshot", Suffix: 1, Draw: func(d *Draw) []Op { return one(Snapshot{S: d.Worker()}) }},
-	{Name: "real-time", Suffix: 1, Draw: func(d *Draw) []Op { return d.From(RealTime, "real time") }},
+	{Name: "snapshot", Suffix: 1, Draw: func(d *Draw) []program.Op { return one(program.Snapshot{S: d.Worker()}) }},
+	{Name: "real-time", Suffix: 1, Draw: func(d *Draw) []program.Op { return d.From(RealTime, "real time") }},
 	{Name: "timed-claim", SeqRT: 2, Prefix: 1, RealTime: 40, Draw: timedClaim},
 	{Name: "lease-edge", RealTime: 2, Draw: leaseEdge},
 	{Name: "near", RealTime: 1, Draw: near},
-	{Name: "real-pause", SeqRT: 1, RealTime: 1, Draw: func(d *Draw) []Op { return one(Sleep{D: d.Span("pause", RealPauses)}) }},
-	{Name: "timed-claim-txn", SeqRT: 1, RealTime: 1, Draw: func(d *Draw) []Op { return claimTxn(d, true) }},
+	{Name: "real-pause", SeqRT: 1, RealTime: 1, Draw: func(d *Draw) []program.Op { return one(program.Sleep{D: d.Span("pause", RealPauses)}) }},
+	{Name: "timed-claim-txn", SeqRT: 1, RealTime: 1, Draw: func(d *Draw) []program.Op { return claimTxn(d, true) }},
 	{Name: "edge-complete", RealTime: 8, Draw: edgeComplete},
 	{Name: "proxy-fault", Suffix: 2, Draw: proxyFault},
-	{Name: "rescue", Seq: 2, SeqRT: 2, Suffix: 2, NeedsRescue: true, Draw: func(d *Draw) []Op { return one(Rescue{S: d.Worker()}) }},
-	{Name: "enqueue", Seq: 3, SeqRT: 3, Draw: func(d *Draw) []Op { return one(Enqueue{N: d.Choose(1, 3, "n")}) }},
+	{Name: "rescue", Seq: 2, SeqRT: 2, Suffix: 2, NeedsRescue: true, Draw: func(d *Draw) []program.Op { return one(program.Rescue{S: d.Worker()}) }},
+	{Name: "enqueue", Seq: 3, SeqRT: 3, Draw: func(d *Draw) []program.Op { return one(program.Enqueue{N: d.Choose(1, 3, "n")}) }},
 	{Name: "expire", Seq: 1, SeqRT: 1, Draw: expire},
 	{Name: "lock", Seq: 2, SeqRT: 2, NeedsLock: true, Draw: lock},
 	{Name: "release", Seq: 2, SeqRT: 2, NeedsLock: true, Draw: release},
-	{Name: "crash", Seq: 1, SeqRT: 1, Draw: onHolder(func(w string) Op { return Crash{W: w} })},
-	{Name: "drain", Seq: 1, SeqRT: 1, Draw: func(d *Draw) []Op { return one(Drain{S: d.Worker()}) }},
-	{Name: "pause", Seq: 2, SeqRT: 2, Draw: onHolder(func(w string) Op { return Pause{W: w} })},
+	{Name: "crash", Seq: 1, SeqRT: 1, Draw: onHolder(func(w string) program.Op { return program.Crash{W: w} })},
+	{Name: "drain", Seq: 1, SeqRT: 1, Draw: func(d *Draw) []program.Op { return one(program.Drain{S: d.Worker()}) }},
+	{Name: "pause", Seq: 2, SeqRT: 2, Draw: onHolder(func(w string) program.Op { return program.Pause{W: w} })},
 	{Name: "fuzz-claim-txn", Draw: fuzzClaimTxn},
-	{Name: "overslept", Seq: 1, SeqRT: 1, Draw: onHolder(func(w string) Op { return Overslept{W: w} })},
+	{Name: "overslept", Seq: 1, SeqRT: 1, Draw: onHolder(func(w string) program.Op { return program.Overslept{W: w} })},
 	{Name: "replaced", Seq: 1, SeqRT: 1, Draw: replaced},
 	{Name: "edge-then", SeqRT: 2, Draw: edgeThen},
 }
