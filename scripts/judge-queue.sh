@@ -3,7 +3,7 @@
 #
 #   bash scripts/judge-queue.sh QUEUE_DIR REPORT_DIR
 #
-# QUEUE_DIR holds the queue's SQL files (the contract in the README).
+# QUEUE_DIR holds the queue's SQL files (the contract: docs/contract.md).
 # Against a container of PostgreSQL 18.6 (the docker backend) it runs:
 #   1. go test -count=1 -run "$JUDGE_TESTS" .   (default 'Prop|Linear'; empty: skip)
 #      with PGQCHECK_SQL_DIR=QUEUE_DIR;
