@@ -193,8 +193,10 @@ func (l *Lab) locate(ctx context.Context, ids [4]int64) error {
 			return err
 		}
 		for _, c := range cols {
+			// The id column holds the four ids, one row each: a column whose values merely lie
+			// among them (a priority of 1 on every job) does not tell the rows apart.
 			var n int64
-			q := fmt.Sprintf("SELECT count(*) FROM %s WHERE %s = ANY($1)", t, pgx.Identifier{c}.Sanitize())
+			q := fmt.Sprintf("SELECT count(DISTINCT %[2]s) FROM %[1]s WHERE %[2]s = ANY($1)", t, pgx.Identifier{c}.Sanitize())
 			if err := l.conn().QueryRow(ctx, q, ids[:]).Scan(&n); err != nil {
 				return fmt.Errorf("pgqcheck: plan: reading %s: %s", t, textfmt.ErrLine(err))
 			}
@@ -207,7 +209,7 @@ func (l *Lab) locate(ctx context.Context, ids [4]int64) error {
 	case len(found) == 0:
 		return notMeasurable("table shape unknown: no table holds exactly the four jobs made through the contract, keyed by their ids in an integer column the table fills itself (the seed's shape: one row per job, id from an identity or default); tables written: %s", orNone(written))
 	case len(found) > 1:
-		return notMeasurable("table shape unknown: several columns could be the job id (%v)", found)
+		return notMeasurable("table shape unknown: several columns hold the four job ids, one each (%v); the lab needs one integer id column the table fills itself", found)
 	case len(written) > 1:
 		return notMeasurable("table shape unknown: enqueue, claim or complete also wrote %s besides %s; copying the jobs table alone would leave them inconsistent", orNone(without(written, found[0].table)), found[0].table)
 	}

@@ -292,6 +292,24 @@ func TestNotMeasurable(t *testing.T) {
 	}
 }
 
+// TestIDColumnTellsRowsApart: a queue whose jobs all carry the same priority, from a column
+// default that happens to equal one of the ids, is measured: the id column is the one whose
+// values tell the four jobs apart, not any integer column whose values lie among the ids.
+func TestIDColumnTellsRowsApart(t *testing.T) {
+	seed := sut.MustBuiltin("seed")
+	q := writeQueue(t, "seed", map[string]string{
+		sut.FileSchema: strings.Replace(seed.Schema, "payload jsonb NOT NULL", "priority int NOT NULL DEFAULT 1,\n  payload jsonb NOT NULL", 1),
+		sut.FileClaim:  strings.Replace(seed.Claim, "ORDER BY id", "ORDER BY priority, id", 1),
+	})
+	r, err := Measure(context.Background(), suttest.Install(t, q), []int{10, 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Measurable {
+		t.Fatalf("not measurable: %s", r.NotMeasurable)
+	}
+}
+
 // EnvPlanSizes asks TestClaimCostReport for a full report at the given done-row counts
 // (comma-separated, e.g. 10000,100000,1000000). Without it the test is skipped: a million
 // rows per queue is no part of a plain go test.
