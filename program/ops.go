@@ -396,7 +396,7 @@ func (o Snapshot) Applicable(w *World) bool {
 	return ok && outsideTxnWork(w, s)
 }
 func (o Snapshot) Stmts(w *World) []Stmt {
-	return []Stmt{SnapshotStmt{Known: append([]int64(nil), w.Jobs...)}}
+	return []Stmt{SnapshotStmt{Known: w.Seen()}}
 }
 
 // Begin opens a transaction.

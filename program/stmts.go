@@ -111,6 +111,7 @@ func (st ClaimStmt) Apply(w *World, s *Session, r Result, at model.Window) {
 		return
 	}
 	if r.Out.Found {
+		w.saw(r.Out.Job)
 		s.Holding = w.TxBound
 		t := Token{ID: r.Out.Job, Gen: r.Out.Gen, Lease: st.Lease, Until: at.Shift(st.Lease)}
 		s.Tokens = append(s.Tokens, t)
@@ -245,9 +246,9 @@ func (st ExpireStmt) Record(h Recording, r Result) {
 }
 func (ExpireStmt) Tally(*Tally, Result) {}
 
-// SnapshotStmt reads every job's row. Known holds the ids whose enqueue returned before it was
-// sent, Omit the rows a history leaves out (they are then not absent either): a concurrent
-// history records an observation per job.
+// SnapshotStmt reads every job's row. Known holds the ids known to exist before it was sent
+// (those whose enqueue returned, and the strays seen since), Omit the rows a history leaves
+// out (they are then not absent either): a concurrent history records an observation per job.
 type SnapshotStmt struct {
 	Known []int64
 	Omit  func(model.Row) bool
@@ -271,9 +272,13 @@ func (st SnapshotStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Wind
 	}
 	return m.CheckSnapshot(at, r.Rows)
 }
-func (st SnapshotStmt) Apply(_ *World, s *Session, r Result, _ model.Window) {
+func (st SnapshotStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 	if r.Err != nil {
 		failed(s)
+		return
+	}
+	for _, row := range r.Rows {
+		w.saw(row.ID)
 	}
 }
 

@@ -3,6 +3,7 @@ package program
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"pgqcheck/internal/textfmt"
@@ -95,7 +96,11 @@ type World struct {
 	// Default runs the operations printed without a session (enqueue, expire, snapshot).
 	Default string
 	Jobs    []int64 // ids whose enqueue returned, in order
-	Claims  []Token // every claim that returned a job, in order
+	// Strays are the jobs a claim or a snapshot showed that no returned enqueue created: an
+	// enqueue whose answer was lost made them. Once seen, a later snapshot that lacks one
+	// says something of it, as of any known job.
+	Strays []int64
+	Claims []Token // every claim that returned a job, in order
 	// NoWaits: nothing may wait for a row lock (sequential mode, where a wait is a finding), so
 	// an operation on a job another session holds locked does not apply.
 	NoWaits bool
@@ -140,7 +145,7 @@ func (w *World) Reset() {
 	for _, s := range w.Sessions {
 		*s = Session{Name: s.Name, Lives: s.Lives, Crashes: s.Crashes}
 	}
-	w.Jobs, w.Claims, w.payloads = nil, nil, 0
+	w.Jobs, w.Strays, w.Claims, w.payloads = nil, nil, nil, 0
 	w.Clock.Reset()
 }
 
@@ -172,6 +177,16 @@ func (w *World) Known(id int64) bool {
 	}
 	return false
 }
+
+// saw notes a job a statement's answer showed: a stray, unless its enqueue returned.
+func (w *World) saw(id int64) {
+	if !w.Known(id) && !slices.Contains(w.Strays, id) {
+		w.Strays = append(w.Strays, id)
+	}
+}
+
+// Seen is every job the world knows of: those whose enqueue returned, then the strays.
+func (w *World) Seen() []int64 { return append(append([]int64(nil), w.Jobs...), w.Strays...) }
 
 // LockedBy returns the session whose open transaction holds a job's row lock.
 func (w *World) LockedBy(id int64) *Session {

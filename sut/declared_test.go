@@ -30,6 +30,7 @@ func TestDeclarations(t *testing.T) {
 		"at-least-once":                    {order: model.LowestID, shape: model.Shape{Unfenced: true}, canLock: true},
 		"claimed-executions":               {order: model.LowestID, shape: model.Shape{NoGeneration: true}, canLock: true},
 		"deleted-uuid":                     {order: model.LowestID, shape: model.Shape{DoneDeleted: true}, opaque: true, canLock: true},
+		"deleted-text-tokens":              {order: model.LowestID, shape: model.Shape{DoneDeleted: true, NoGeneration: true}, opaque: true, canLock: true},
 		"rescued":                          {order: model.LowestID, shape: model.Shape{RescueOnly: true}, lease: time.Second, canLock: true, canRescue: true},
 		"registered txbound":               {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
 		"registered txbound-commits-early": {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
