@@ -1,7 +1,7 @@
 -- The new execution row is the token, and the job row names it. Fencing reads the job row,
 -- which a racing completion locks and rechecks: a statement's snapshot of claimed_executions
--- could miss an execution committed while it waited for the row (an earlier version of this
--- queue, which deleted the job's old executions here, let a stale one survive).
+-- could miss an execution committed while it waited for the row, so old executions are not
+-- deleted here, where a stale one could survive that way.
 WITH candidate AS (
   SELECT id FROM jobs
   WHERE state = 'ready' OR (state = 'claimed' AND lease_until < clock_timestamp())
