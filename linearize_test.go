@@ -15,6 +15,9 @@ import (
 
 	"pgqcheck/campaign"
 	"pgqcheck/linear"
+	"pgqcheck/linear/check"
+	"pgqcheck/linear/history"
+	"pgqcheck/linear/report"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
@@ -74,7 +77,7 @@ func TestLinearStress(t *testing.T) {
 // with the run's own counts (a second way of counting the same history).
 func checkMeasures(t *testing.T, res *linear.Result) {
 	t.Helper()
-	for _, f := range []string{linear.ReportMeasures, linear.ReportMeasuresJSON, linear.ReportHistory} {
+	for _, f := range []string{report.MeasuresFile, report.MeasuresJSONFile, report.HistoryFile} {
 		if st, err := os.Stat(filepath.Join(res.ReportDir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("the run's report folder has no %s: %v", f, err)
 		}
@@ -231,17 +234,17 @@ func checkReport(t *testing.T, f *program.Finding) {
 	if f.ReportDir == "" {
 		t.Fatal("no report folder")
 	}
-	h, err := linear.Load(filepath.Join(f.ReportDir, linear.ReportHistory))
+	h, err := history.Load(filepath.Join(f.ReportDir, report.HistoryFile))
 	if err != nil {
 		t.Fatalf("report folder: %v", err)
 	}
-	v := linear.Check(h, time.Minute)
+	v := check.Check(h, time.Minute)
 	if v.OK || v.Violation == nil || v.Violation.Property != f.Property() {
 		t.Fatalf("the saved history does not fail again with %s: %s", f.Property(), v)
 	}
-	must := []string{linear.ReportHistory, linear.ReportVerdict}
+	must := []string{report.HistoryFile, report.VerdictFile}
 	if v.Job != 0 {
-		must = append(must, linear.ReportJob, linear.ReportTimeline)
+		must = append(must, report.JobFile, report.TimelineFile)
 	}
 	for _, name := range must {
 		if _, err := os.Stat(filepath.Join(f.ReportDir, name)); err != nil {
@@ -249,7 +252,7 @@ func checkReport(t *testing.T, f *program.Finding) {
 		}
 	}
 	if v.Culprit != "" {
-		html, _ := os.ReadFile(filepath.Join(f.ReportDir, linear.ReportTimeline))
+		html, _ := os.ReadFile(filepath.Join(f.ReportDir, report.TimelineFile))
 		want, _ := json.Marshal(v.Culprit)
 		if !strings.Contains(string(html), strings.Trim(string(want), `"`)) {
 			t.Fatalf("the timeline does not show the culprit %q", v.Culprit)
@@ -261,10 +264,10 @@ func checkReport(t *testing.T, f *program.Finding) {
 // the verdict it records ("ok", or "property N"). With PGQCHECK_HISTORY=FILE it re-checks that
 // one file instead, prints the verdict and writes a timeline.
 func TestLinearHistories(t *testing.T) {
-	if path := os.Getenv(linear.EnvHistory); path != "" {
+	if path := os.Getenv(report.EnvHistory); path != "" {
 		name := filepath.Base(filepath.Dir(path)) + "-" + strings.TrimSuffix(filepath.Base(path), ".json")
 		html := filepath.Join(os.TempDir(), "pgqcheck-timeline-"+name+".html")
-		v, err := linear.CheckFile(path, html)
+		v, err := report.CheckFile(path, html)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,11 +283,11 @@ func TestLinearHistories(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
-			h, err := linear.Load(f)
+			h, err := history.Load(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := linear.Check(h, time.Minute)
+			v := check.Check(h, time.Minute)
 			switch {
 			case h.Expect == "ok" && !v.OK:
 				t.Fatalf("a legal history is rejected: %s\n%s", v, v.Explanation)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"pgqcheck/internal/rapidrun"
+	"pgqcheck/linear/history"
+	"pgqcheck/linear/report"
 
 	"pgregory.net/rapid"
 
@@ -318,11 +320,11 @@ func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Durat
 // saveFailingHistory saves the failing job's history of a report folder (the whole one when no
 // single job is to blame) as dst, marked with the property the checker must keep rejecting.
 func saveFailingHistory(reportDir, dst string, p model.Property) error {
-	src := filepath.Join(reportDir, linear.ReportJob)
+	src := filepath.Join(reportDir, report.JobFile)
 	if _, err := os.Stat(src); err != nil {
-		src = filepath.Join(reportDir, linear.ReportHistory)
+		src = filepath.Join(reportDir, report.HistoryFile)
 	}
-	h, err := linear.Load(src)
+	h, err := history.Load(src)
 	if err != nil {
 		return fmt.Errorf("reading the failing history: %v", err)
 	}
@@ -346,7 +348,7 @@ type HistoryVerdict struct {
 // porcupine's timeline. A nil verdict means the file is not a history; a non-nil error with a
 // verdict means only the timeline could not be written.
 func CheckHistory(path, htmlOut string) (*HistoryVerdict, error) {
-	v, err := linear.CheckFile(path, htmlOut)
+	v, err := report.CheckFile(path, htmlOut)
 	if v == nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pgqcheck/linear"
+	"pgqcheck/linear/report"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -206,7 +207,7 @@ func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		}
 		if o.Measures != nil && o.ReportDir != "" {
 			h.w.Tally.setStress(&StressRound{Worker: h.w.Index, Round: n, Seed: o.Seed, ReportDir: o.ReportDir,
-				Page: filepath.Join(o.ReportDir, linear.ReportMeasures), Measures: o.Measures})
+				Page: filepath.Join(o.ReportDir, report.MeasuresFile), Measures: o.Measures})
 		}
 	}
 	if err != nil || o.Finding == nil {

@@ -182,7 +182,7 @@ func (ch *chaos) lock() {
 			// Judge by the statement the server says is waiting, not by what the client has in
 			// flight: a worker may have moved on to a claim since the server was asked.
 			if b.query == r.in.Queue.Claim && strings.HasPrefix(b.wait, "Lock:") {
-				r.rec.Wait(fmt.Sprintf("a claim waited (%s) behind the row lock on job %d", b.wait, id))
+				r.rec.ClaimWaited(fmt.Sprintf("a claim waited (%s) behind the row lock on job %d", b.wait, id))
 			}
 
 			if !faulted && ch.rng.IntN(3) == 0 {

@@ -12,6 +12,7 @@ import (
 
 	"pgqcheck/faultproxy"
 	"pgqcheck/internal/pgerr"
+	"pgqcheck/linear/history"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -29,7 +30,7 @@ type Client struct {
 	Name string
 
 	in   *sut.Installed
-	rec  *Recorder // nil: run the statements without recording (the throughput baseline)
+	rec  *history.Recorder // nil: run the statements without recording (the throughput baseline)
 	opts sut.SessionOptions
 
 	mu sync.Mutex // guards s against the chaos goroutine reading it
@@ -48,7 +49,7 @@ type Client struct {
 
 	// The open transaction, as recorded: its operations return when it commits.
 	inTxn, aborted bool
-	pend           []Op
+	pend           []history.Op
 	locked         []int64
 
 	// held are the jobs whose claim holds this session's transaction open, on a queue whose
@@ -60,7 +61,7 @@ type Client struct {
 }
 
 // Dial connects a client named name.
-func Dial(ctx context.Context, in *sut.Installed, name string, rec *Recorder, opts sut.SessionOptions) (*Client, error) {
+func Dial(ctx context.Context, in *sut.Installed, name string, rec *history.Recorder, opts sut.SessionOptions) (*Client, error) {
 	c := &Client{Name: name, in: in, rec: rec, opts: opts}
 	if err := c.connect(ctx); err != nil {
 		return nil, err
@@ -88,7 +89,7 @@ func (c *Client) connect(ctx context.Context) error {
 
 // Record starts recording into rec (a new run's history), as a fresh porcupine client with
 // nothing open. The connection is kept.
-func (c *Client) Record(rec *Recorder) {
+func (c *Client) Record(rec *history.Recorder) {
 	c.rec = rec
 	c.id = rec.NewClient()
 	c.lives.Store(1)
@@ -274,9 +275,9 @@ type landing struct {
 	ret int64
 }
 
-func (l *landing) op(in model.Input, out model.Output) Op {
+func (l *landing) op(in model.Input, out model.Output) history.Op {
 	in.At = l.f.At
-	return Op{Client: l.c.id, Session: l.c.label(), Input: in, Output: out, Call: l.f.call, Return: l.ret}
+	return history.Op{Client: l.c.id, Session: l.c.label(), Input: in, Output: out, Call: l.f.call, Return: l.ret}
 }
 
 func (l *landing) Write(in model.Input, out model.Output) {
@@ -301,10 +302,10 @@ func (l *landing) Failed(in model.Input, err error) {
 	}
 	op := l.op(in, model.Output{Outcome: outcomeOf(err), Err: errText(err)})
 	if op.Output.Outcome == model.Unknown {
-		op.Return = Never
+		op.Return = history.Never
 	}
 	c.add(op)
-	if op.Return == Never {
+	if op.Return == history.Never {
 		c.retire()
 	}
 }
@@ -325,7 +326,7 @@ func (l *landing) End(commit bool, err error) {
 
 func (l *landing) Locked(job int64) {
 	l.c.locked = append(l.c.locked, job)
-	l.c.add(Op{Client: l.c.id, Session: l.c.label(), Input: model.Input{Kind: model.OpLock, Job: job}, Call: l.f.call, Return: l.ret})
+	l.c.add(history.Op{Client: l.c.id, Session: l.c.label(), Input: model.Input{Kind: model.OpLock, Job: job}, Call: l.f.call, Return: l.ret})
 }
 
 func (l *landing) Claimed(job, gen int64) {
@@ -358,7 +359,7 @@ func (c *Client) clock() *sut.DBClock {
 	return c.db
 }
 
-func (c *Client) add(op Op) {
+func (c *Client) add(op history.Op) {
 	if c.rec != nil {
 		c.rec.Add(op)
 	}
@@ -380,7 +381,7 @@ func (c *Client) endTxn(call, ret int64, committed, unknown bool) {
 			op.Return = ret
 		case unknown:
 			op.Output.Outcome = model.Unknown
-			op.Return = Never
+			op.Return = history.Never
 		default:
 			op.Output.Outcome = model.Aborted
 			op.Return = ret
@@ -390,9 +391,9 @@ func (c *Client) endTxn(call, ret int64, committed, unknown bool) {
 	for _, id := range c.locked {
 		out, at := model.Output{}, ret
 		if unknown {
-			out, at = model.Output{Outcome: model.Unknown}, Never
+			out, at = model.Output{Outcome: model.Unknown}, history.Never
 		}
-		c.add(Op{Client: c.id, Session: c.label(), Input: model.Input{Kind: model.OpUnlock, Job: id}, Output: out, Call: call, Return: at})
+		c.add(history.Op{Client: c.id, Session: c.label(), Input: model.Input{Kind: model.OpUnlock, Job: id}, Output: out, Call: call, Return: at})
 	}
 	if unknown {
 		c.retire()

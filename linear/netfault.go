@@ -9,6 +9,7 @@ import (
 	"pgqcheck/faultproxy"
 	"pgqcheck/generate"
 	"pgqcheck/internal/pgerr"
+	"pgqcheck/linear/history"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 )
@@ -21,7 +22,7 @@ import (
 
 // DialVia connects a client whose every connection, this one and each reconnection, goes
 // through p.
-func DialVia(ctx context.Context, in *sut.Installed, name string, rec *Recorder, opts sut.SessionOptions, p *faultproxy.Proxy) (*Client, error) {
+func DialVia(ctx context.Context, in *sut.Installed, name string, rec *history.Recorder, opts sut.SessionOptions, p *faultproxy.Proxy) (*Client, error) {
 	c := &Client{Name: name, in: in, rec: rec, opts: opts, proxy: p}
 	if err := c.connect(ctx); err != nil {
 		return nil, err

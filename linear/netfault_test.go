@@ -8,6 +8,7 @@ import (
 
 	"pgqcheck/faultproxy"
 	"pgqcheck/generate"
+	"pgqcheck/linear/history"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -104,7 +105,7 @@ func TestScheduledProxyFaults(t *testing.T) {
 			if len(faults) != 1 || faults[0] != string(k)+" s1" {
 				t.Fatalf("the history's faults are %q; want one %s on s1", faults, k)
 			}
-			var claim *Op
+			var claim *history.Op
 			for i, o := range s.history.Ops {
 				if o.Session == "s1" && o.Input.Kind == model.OpClaim {
 					claim = &s.history.Ops[i]
@@ -117,8 +118,8 @@ func TestScheduledProxyFaults(t *testing.T) {
 			if unknown := claim.Output.Outcome == model.Unknown; unknown != k.Lost() {
 				t.Fatalf("s1's claim after %s: %s; want an unknown outcome exactly when the fault loses the connection", k, model.DescribeOp(claim.Input, claim.Output))
 			}
-			if k.Lost() && (claim.Return != Never || !hasLine(trace, "s1 claim (strict) -> connection lost")) {
-				t.Fatalf("s1's lost claim returns at %d, not Never, or the trace does not say the connection was lost", claim.Return)
+			if k.Lost() && (claim.Return != history.Never || !hasLine(trace, "s1 claim (strict) -> connection lost")) {
+				t.Fatalf("s1's lost claim returns at %d, not history.Never, or the trace does not say the connection was lost", claim.Return)
 			}
 			p, err := program.Parse(s.ran.Format())
 			if err != nil || p.Body() != s.ran.Body() {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"pgqcheck/generate"
+	"pgqcheck/linear/check"
+	"pgqcheck/linear/history"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -171,7 +173,7 @@ func TestScheduledRealTimeRun(t *testing.T) {
 		t.Errorf("counts: %d pauses (%d ms), %d timed claims; want 4 pauses of at least 220 ms, 2 timed claims", c.RealPauses, c.PausedMillis, c.TimedClaims)
 	}
 	checkWindows(t, s.history, map[time.Duration]int{100 * time.Millisecond: 1, 250 * time.Millisecond: 1, program.LongLease: 1})
-	if v := Check(s.history, time.Minute); !v.OK {
+	if v := check.Check(s.history, time.Minute); !v.OK {
 		t.Fatalf("the history does not check: %s", v)
 	}
 
@@ -255,7 +257,7 @@ s2 begin; pause 20ms; claim lease 250ms; pause 30ms; complete it; commit
 			t.Errorf("the trace has no line with %q", want)
 		}
 	}
-	var expiry, claim Op
+	var expiry, claim history.Op
 	for _, o := range s.history.Ops {
 		switch {
 		case o.Input.Kind == model.OpExpire && o.Input.Job == 1 && o.Session == "s2":
@@ -270,7 +272,7 @@ s2 begin; pause 20ms; claim lease 250ms; pause 30ms; complete it; commit
 		t.Errorf("the expiry's window %s ends before the pause did (%s)", expiry.Input.At, model.Stamp(end))
 	}
 	checkWindows(t, s.history, map[time.Duration]int{100 * time.Millisecond: 1, 250 * time.Millisecond: 1})
-	if v := Check(s.history, time.Minute); !v.OK {
+	if v := check.Check(s.history, time.Minute); !v.OK {
 		t.Fatalf("the history does not check: %s", v)
 	}
 	if s.Counts.RealPauses != 3 {
@@ -294,7 +296,7 @@ func hasLine(trace string, parts ...string) bool {
 
 // checkWindows: every queue statement of the run's own (the drain's aside) carries the window
 // of database time it ran in, and its claims the leases asked, as many of each as leases says.
-func checkWindows(t *testing.T, h *History, leases map[time.Duration]int) {
+func checkWindows(t *testing.T, h *history.History, leases map[time.Duration]int) {
 	t.Helper()
 	got := map[time.Duration]int{}
 	for _, o := range h.Ops {

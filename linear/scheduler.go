@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"pgqcheck/internal/rapidrun"
+	"pgqcheck/linear/check"
+	"pgqcheck/linear/history"
+	"pgqcheck/linear/report"
 
 	"pgregory.net/rapid"
 
@@ -75,7 +78,7 @@ type Scheduler struct {
 	// trace is the last run's interleaving with the queue's answers, held or not.
 	trace string
 	// history and ran are the last run's history and the program that replays it, held or not.
-	history *History
+	history *history.History
 	ran     *program.Program
 	// Counts is what the last run's history exercised.
 	Counts program.Counts
@@ -124,7 +127,7 @@ type srun struct {
 	s     *Scheduler
 	t     Failer
 	c     chooser
-	rec   *Recorder
+	rec   *history.Recorder
 	w     *program.World
 	conns []*Client
 	x     []*sched // per session
@@ -169,7 +172,7 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 		d = drawProgram(c, s.cfg, capabilities(s.in.Queue))
 		n = len(d.lengths)
 	}
-	r := &srun{s: s, t: t, c: c, rec: NewRecorder(true), sessions: n}
+	r := &srun{s: s, t: t, c: c, rec: history.NewRecorder(true), sessions: n}
 	s.Counts, s.history, s.ran = program.Counts{}, nil, nil
 	// Under rapid, a failure stands until a later run fails: with real time, rapid's replay of
 	// a failing run may hold (which statement lands first past a lease's edge depends on the
@@ -215,9 +218,9 @@ func (s *Scheduler) run(t Failer, c chooser, saved *program.Program) {
 	h.Drained = true
 	h.Program = r.listing()
 	s.trace, s.history, s.ran = h.Program, h, r.program(nil)
-	s.Counts = CountOps(h)
+	s.Counts = check.CountOps(h)
 	s.Counts.RealPauses, s.Counts.PausedMillis = int64(r.pauses), r.slept.Milliseconds()
-	v := Check(h, s.cfg.CheckTimeout)
+	v := check.Check(h, s.cfg.CheckTimeout)
 	s.Counts.NotPromised = int64(len(v.NotPromised))
 	if s.cfg.Trace != nil {
 		fmt.Fprintf(s.cfg.Trace, "%s%s\n\n", h.Program, v)
@@ -783,7 +786,7 @@ func (r *srun) violation(v *model.Violation) {
 	h.Shape = r.s.in.Queue.Shape()
 	h.Program = r.listing()
 	h.Findings = append(h.Findings, v)
-	r.fail(v, &Verdict{Violation: v, Problems: []string{v.Error()}}, h)
+	r.fail(v, &check.Verdict{Violation: v, Problems: []string{v.Error()}}, h)
 }
 
 // harness ends the run with a failure of the suite's own machinery.
@@ -795,7 +798,7 @@ func (r *srun) harness(err error) {
 // fail writes the report and stops the run. Each property fails from its own line, so that
 // rapid's shrinker, which keeps only candidates that fail with the same stack, shrinks toward
 // the same broken promise.
-func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
+func (r *srun) fail(v *model.Violation, verdict *check.Verdict, h *history.History) {
 	r.t.Helper()
 	f := &program.Finding{Violation: v, Queue: r.s.in.Queue.Name, Source: r.s.in.Queue.Source, Mode: program.Scheduled,
 		Program: r.program(v), Trace: r.listing()}
@@ -805,15 +808,15 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 	if r.c != nil {
 		f.FuzzInput = append([]byte(nil), r.c.log().bytes...)
 	}
-	dir, err := FixedReportDir(r.s.cfg.ReportDir, "scheduled-"+r.s.cfg.Name)
+	dir, err := report.FixedDir(r.s.cfg.ReportDir, "scheduled-"+r.s.cfg.Name)
 	if err == nil {
-		err = WriteReport(dir, h, verdict)
+		err = report.Write(dir, h, verdict)
 	}
 	if err == nil {
-		err = f.Program.WriteFile(filepath.Join(dir, ReportProgram))
+		err = f.Program.WriteFile(filepath.Join(dir, report.ProgramFile))
 	}
 	if err == nil && f.FuzzInput != nil {
-		err = os.WriteFile(filepath.Join(dir, ReportFuzzInput), FuzzInputFile(f.FuzzInput), 0o644)
+		err = os.WriteFile(filepath.Join(dir, report.FuzzInputFile), FuzzInputFile(f.FuzzInput), 0o644)
 	}
 	var b strings.Builder
 	b.WriteString(f.String())
@@ -824,7 +827,7 @@ func (r *srun) fail(v *model.Violation, verdict *Verdict, h *History) {
 		fmt.Fprintf(&b, "(no report: %s)\n", textfmt.OneLine(err.Error()))
 	} else {
 		f.ReportDir = dir
-		fmt.Fprintf(&b, "report: %s (the program replays with: pgqcheck replay %s)\n", dir, filepath.Join(dir, ReportProgram))
+		fmt.Fprintf(&b, "report: %s (the program replays with: pgqcheck replay %s)\n", dir, filepath.Join(dir, report.ProgramFile))
 	}
 	r.s.last = f
 	r.s.trace = f.Trace

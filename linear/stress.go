@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"pgqcheck/faultproxy"
+	"pgqcheck/linear/check"
+	"pgqcheck/linear/history"
+	"pgqcheck/linear/report"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/timeline"
@@ -76,8 +79,8 @@ func (c StressConfig) withDefaults() StressConfig {
 type Result struct {
 	Seed      uint64
 	Counts    program.Counts
-	Verdict   *Verdict
-	History   *History
+	Verdict   *check.Verdict
+	History   *history.History
 	ReportDir string // the report folder: the verdict's a failure, or PassDir was set
 	Measures  *timeline.Measures
 	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
@@ -113,7 +116,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	if err := in.Reset(ctx); err != nil {
 		return nil, err
 	}
-	rec := NewRecorder(false)
+	rec := history.NewRecorder(false)
 	r := &run{ctx: ctx, in: in, cfg: cfg, rec: rec, claimed: map[int64]bool{}, halt: make(chan struct{})}
 	res := &Result{Seed: cfg.Seed}
 	var clients []*Client
@@ -223,7 +226,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	for _, c := range clients {
 		c.End(ctx)
 	}
-	drainer, err := dial(drainSession)
+	drainer, err := dial(history.DrainSession)
 	if err != nil {
 		return nil, err
 	}
@@ -241,20 +244,20 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	h.Drained = true
 	h.Program = fmt.Sprintf("stress seed %d, %d workers, %v", cfg.Seed, cfg.Workers, cfg.Duration)
 	res.History = h
-	res.Counts = CountOps(h)
+	res.Counts = check.CountOps(h)
 	for _, w := range r.workers {
 		res.Counts.RealPauses += int64(w.pauses)
 		res.Counts.PausedMillis += w.slept.Milliseconds()
 	}
 	t0 := time.Now()
-	res.Verdict = Check(h, cfg.CheckTimeout)
+	res.Verdict = check.Check(h, cfg.CheckTimeout)
 	res.CheckTime = time.Since(t0)
 	res.Counts.NotPromised = int64(len(res.Verdict.NotPromised))
-	res.Measures = h.Measures()
+	res.Measures = report.Measures(h)
 	var dir string
 	switch {
 	case !res.Verdict.OK:
-		dir, err = NewReportDir(cfg.ReportDir, "stress-"+in.Queue.Name)
+		dir, err = report.NewDir(cfg.ReportDir, "stress-"+in.Queue.Name)
 	case cfg.PassDir != "":
 		dir = cfg.PassDir
 		if err = os.RemoveAll(dir); err == nil {
@@ -264,7 +267,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		return res, nil
 	}
 	if err == nil {
-		err = WriteReport(dir, h, res.Verdict)
+		err = report.Write(dir, h, res.Verdict)
 	}
 	if err != nil {
 		return res, fmt.Errorf("writing the report: %w", err)
@@ -272,9 +275,6 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	res.ReportDir = dir
 	return res, nil
 }
-
-// drainSession names the session that drains a stress run's queue at its end.
-const drainSession = "drain"
 
 // Throughput measures what recording costs: workers each loop enqueue, claim, complete on
 // their own connections for d, with every operation recorded or with the same statements run
@@ -289,9 +289,9 @@ func ThroughputVia(ctx context.Context, in *sut.Installed, workers int, d time.D
 	if err := in.Reset(ctx); err != nil {
 		return 0, err
 	}
-	var rec *Recorder
+	var rec *history.Recorder
 	if record {
-		rec = NewRecorder(false)
+		rec = history.NewRecorder(false)
 	}
 	var clients []*Client
 	defer func() {

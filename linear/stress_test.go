@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pgqcheck/generate"
+	"pgqcheck/linear/history"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -38,7 +39,7 @@ func TestStressRealTime(t *testing.T) {
 		t.Fatalf("%d timed claims, %d pauses (%d ms), %d refused completions: the workers did not wait out their leases", c.TimedClaims, c.RealPauses, c.PausedMillis, c.RejectedCompletions)
 	}
 	byTime, overSeen := 0, 0
-	byJob := map[int64][]Op{}
+	byJob := map[int64][]history.Op{}
 	for _, o := range res.History.Ops {
 		if id, ok := model.JobOf(o.Input, o.Output); ok {
 			byJob[id] = append(byJob[id], o)
@@ -52,7 +53,7 @@ func TestStressRealTime(t *testing.T) {
 	}
 	for _, ops := range byJob {
 		sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
-		var held *Op // the claim whose lease the job is under, when no expiry came since
+		var held *history.Op // the claim whose lease the job is under, when no expiry came since
 		for i, o := range ops {
 			switch {
 			case o.Input.Kind == model.OpExpire:

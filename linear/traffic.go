@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"pgqcheck/generate"
+	"pgqcheck/linear/history"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 )
@@ -86,7 +87,7 @@ type run struct {
 	ctx context.Context
 	in  *sut.Installed
 	cfg StressConfig
-	rec *Recorder
+	rec *history.Recorder
 
 	stop atomic.Bool
 	halt chan struct{} // closed when the traffic stops

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"pgqcheck/linear/history"
 	"pgqcheck/model"
 	"pgqcheck/program"
 )
@@ -83,9 +84,9 @@ func (c *Client) releaseHeld(sure bool) {
 	now := c.now()
 	for _, id := range ids {
 		in := model.Input{Kind: model.OpExpire, Job: id, Gen: c.held[id], At: model.Window{From: c.clock().Latest(), To: model.Never}}
-		op := Op{Client: c.rec.NewClient(), Session: c.label() + " ended", Input: in, Call: c.alive, Return: max(now, c.alive+1)}
+		op := history.Op{Client: c.rec.NewClient(), Session: c.label() + " ended", Input: in, Call: c.alive, Return: max(now, c.alive+1)}
 		if !sure {
-			op.Output, op.Return = model.Output{Outcome: model.Unknown}, Never
+			op.Output, op.Return = model.Output{Outcome: model.Unknown}, history.Never
 		}
 		c.add(op)
 	}

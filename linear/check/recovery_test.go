@@ -1,9 +1,10 @@
-package linear
+package check
 
 import (
 	"testing"
 	"time"
 
+	"pgqcheck/linear/history"
 	"pgqcheck/model"
 )
 
@@ -11,17 +12,17 @@ import (
 // on a legal history and failing on a broken one.
 func TestRecoveryChecks(t *testing.T) {
 	unknownClaim := func(h *hist, s string, call int64) *hist {
-		return h.add(s, call, Never, model.Input{Kind: model.OpClaim}, model.Output{})
+		return h.add(s, call, history.Never, model.Input{Kind: model.OpClaim}, model.Output{})
 	}
 	unknownComplete := func(h *hist, s string, call, id, gen int64) *hist {
-		return h.add(s, call, Never, model.Input{Kind: model.OpComplete, Job: id, Gen: gen}, model.Output{})
+		return h.add(s, call, history.Never, model.Input{Kind: model.OpComplete, Job: id, Gen: gen}, model.Output{})
 	}
 	unknownEnqueue := func(h *hist, call int64) *hist {
-		return h.add("enqueuer", call, Never, model.Input{Kind: model.OpEnqueue}, model.Output{})
+		return h.add("enqueuer", call, history.Never, model.Input{Kind: model.OpEnqueue}, model.Output{})
 	}
 	cases := []struct {
 		name string
-		h    *History
+		h    *history.History
 		prop model.Property // 0: legal
 		// linearizable: the history alone is linearizable, so only the recovery check or the
 		// accounting can reject it.

@@ -1,25 +1,24 @@
-package linear
+package check
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"pgqcheck/linear/history"
 	"pgqcheck/model"
 )
 
 // hist builds a handmade history; each op is its own client unless said otherwise.
-type hist struct{ ops []Op }
+type hist struct{ ops []history.Op }
 
 func (h *hist) add(session string, call, ret int64, in model.Input, out model.Output) *hist {
-	if ret == Never {
+	if ret == history.Never {
 		out.Outcome = model.Unknown
 	}
-	h.ops = append(h.ops, Op{Client: len(h.ops), Session: session, Input: in, Output: out, Call: call, Return: ret})
+	h.ops = append(h.ops, history.Op{Client: len(h.ops), Session: session, Input: in, Output: out, Call: call, Return: ret})
 	return h
 }
 func (h *hist) enq(call, ret, id int64) *hist {
@@ -40,8 +39,8 @@ func (h *hist) expire(call, ret, id int64) *hist {
 func (h *hist) observe(call, ret, id int64, st model.State, gen int64, live bool) *hist {
 	return h.add("reader", call, ret, model.Input{Kind: model.OpObserve, Job: id}, model.Output{Found: true, State: st, Gen: gen, Live: live})
 }
-func (h *hist) history(drained bool) *History {
-	return &History{Version: historyVersion, Queue: "handmade", Mode: "handmade", Clock: "logical", Drained: drained, Ops: h.ops}
+func (h *hist) history(drained bool) *history.History {
+	return &history.History{Version: history.Version, Queue: "handmade", Mode: "handmade", Clock: "logical", Drained: drained, Ops: h.ops}
 }
 
 // TestCheckHandmade: the checker passes legal histories and fails each broken promise,
@@ -49,7 +48,7 @@ func (h *hist) history(drained bool) *History {
 func TestLinearCheckHandmade(t *testing.T) {
 	cases := []struct {
 		name string
-		h    *History
+		h    *history.History
 		prop model.Property // 0: legal
 	}{
 		{"claim, pause, complete", new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1).complete("w1", 5, 6, 1, 1, 1).history(false), 0},
@@ -66,7 +65,7 @@ func TestLinearCheckHandmade(t *testing.T) {
 		{"the owner's completion refused", new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1).complete("w1", 5, 6, 1, 1, 0).history(false), model.PFencing},
 		{"expired lease's completion accepted", new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1).expire(5, 6, 1).complete("w1", 7, 8, 1, 1, 1).history(false), model.PFencing},
 		{"an unknown claim explains a skipped generation", new(hist).enq(1, 2, 1).
-			add("w1", 3, Never, model.Input{Kind: model.OpClaim}, model.Output{}).expire(5, 6, 1).claim("w2", 7, 8, 1, 2).history(false), 0},
+			add("w1", 3, history.Never, model.Input{Kind: model.OpClaim}, model.Output{}).expire(5, 6, 1).claim("w2", 7, 8, 1, 2).history(false), 0},
 		{"an empty claim is always legal", new(hist).enq(1, 2, 1).claimNone("w1", 3, 4, false).history(false), 0},
 		{"a strict empty claim must be justified", new(hist).enq(1, 2, 1).claimNone("w1", 3, 4, true).history(false), model.PRecovery},
 		{"drained: every job done once", new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1).complete("w1", 5, 6, 1, 1, 1).
@@ -106,8 +105,12 @@ func TestLinearSimulatedHistoriesPass(t *testing.T) {
 		if err := h.Save(path); err != nil {
 			t.Fatal(err)
 		}
-		if v, err := CheckFile(path, ""); err != nil || !v.OK {
-			t.Fatalf("seed %d after a round trip: %v %v", seed, v, err)
+		loaded, err := history.Load(path)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if v := Check(loaded, 5*time.Minute); !v.OK {
+			t.Fatalf("seed %d after a round trip: %v", seed, v)
 		}
 	}
 }
@@ -117,24 +120,24 @@ func TestLinearCorruptedSimulationsFail(t *testing.T) {
 	h := Simulate(SimConfig{Ops: 5000, Seed: 7})
 	type corruption struct {
 		name string
-		pick func(o Op) bool
-		mod  func(o *Op)
+		pick func(o history.Op) bool
+		mod  func(o *history.Op)
 		prop model.Property
 	}
 	cs := []corruption{
-		{"a refused completion accepted", func(o Op) bool {
+		{"a refused completion accepted", func(o history.Op) bool {
 			return o.Input.Kind == model.OpComplete && o.Output.Outcome == model.Returned && o.Output.Rows == 0
-		}, func(o *Op) { o.Output.Rows = 1 }, model.PFencing},
-		{"an accepted completion refused", func(o Op) bool {
+		}, func(o *history.Op) { o.Output.Rows = 1 }, model.PFencing},
+		{"an accepted completion refused", func(o history.Op) bool {
 			return o.Input.Kind == model.OpComplete && o.Output.Outcome == model.Returned && o.Output.Rows == 1
-		}, func(o *Op) { o.Output.Rows = 0 }, model.PFencing},
-		{"a claim's generation skips", func(o Op) bool {
+		}, func(o *history.Op) { o.Output.Rows = 0 }, model.PFencing},
+		{"a claim's generation skips", func(o history.Op) bool {
 			return o.Input.Kind == model.OpClaim && o.Output.Found && o.Output.Outcome == model.Returned
-		}, func(o *Op) { o.Output.Gen += 1 }, model.PGenerations},
+		}, func(o *history.Op) { o.Output.Gen += 1 }, model.PGenerations},
 	}
 	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
-			bad := &History{Version: historyVersion, Ops: append([]Op(nil), h.Ops...)}
+			bad := &history.History{Version: history.Version, Ops: append([]history.Op(nil), h.Ops...)}
 			found := false
 			for i := len(bad.Ops) / 2; i < len(bad.Ops); i++ {
 				if c.pick(bad.Ops[i]) {
@@ -166,71 +169,7 @@ func TestLinearMalformedHistories(t *testing.T) {
 			t.Fatal("Recorder.Add accepted a return before its call")
 		}
 	}()
-	NewRecorder(true).Add(Op{Call: 3, Return: 2})
-}
-
-// TestRecorderClock: every timestamp is strictly later than the one before, across goroutines.
-func TestLinearRecorderClock(t *testing.T) {
-	r := NewRecorder(false)
-	done := make(chan []int64)
-	for g := 0; g < 4; g++ {
-		go func() {
-			var ts []int64
-			for i := 0; i < 10000; i++ {
-				ts = append(ts, r.Now())
-			}
-			done <- ts
-		}()
-	}
-	seen := map[int64]bool{}
-	for g := 0; g < 4; g++ {
-		ts := <-done
-		for i, x := range ts {
-			if seen[x] || (i > 0 && x <= ts[i-1]) {
-				t.Fatalf("timestamp %d repeated or out of order", x)
-			}
-			seen[x] = true
-		}
-	}
-}
-
-// TestReportFolder: a failing verdict leaves the history, the failing job's cut, a timeline
-// that shows the violating operation, and a verdict with the command that re-checks it.
-func TestLinearReportFolder(t *testing.T) {
-	h := new(hist).enq(1, 2, 1).enq(1, 2, 2).claim("w1", 3, 4, 1, 1).expire(5, 6, 1).claim("w2", 7, 8, 1, 2).
-		complete("w1", 9, 10, 1, 1, 1).claim("w3", 3, 4, 2, 1).complete("w3", 5, 6, 2, 1, 1).history(false)
-	v := Check(h, time.Minute)
-	if v.OK || v.Job != 1 {
-		t.Fatalf("got %s", v)
-	}
-	dir := t.TempDir()
-	if err := WriteReport(dir, h, v); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{ReportHistory, ReportJob, ReportTimeline, ReportVerdict} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	html, _ := os.ReadFile(filepath.Join(dir, ReportTimeline))
-	culprit, _ := json.Marshal("complete(1, gen 1) -> 1 row")
-	if !strings.Contains(string(html), strings.Trim(string(culprit), `"`)) {
-		t.Fatalf("the timeline does not show the violating operation")
-	}
-	if strings.Contains(string(html), "job 2 gen 1") {
-		t.Fatalf("the timeline is not cut to the failing job")
-	}
-	text, _ := os.ReadFile(filepath.Join(dir, ReportVerdict))
-	if !strings.Contains(string(text), EnvHistory+"=") {
-		t.Fatalf("the verdict does not say how to re-check:\n%s", text)
-	}
-	for _, f := range []string{ReportHistory, ReportJob} {
-		out := filepath.Join(t.TempDir(), "t.html")
-		v2, err := CheckFile(filepath.Join(dir, f), out)
-		if err != nil || v2.OK || v2.Violation.Error() != v.Violation.Error() {
-			t.Fatalf("%s re-checked: %v, %v; want %s", f, v2, err, v.Violation)
-		}
-	}
+	history.NewRecorder(true).Add(history.Op{Call: 3, Return: 2})
 }
 
 func BenchmarkLinearCheck(b *testing.B) {

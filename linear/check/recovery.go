@@ -1,6 +1,9 @@
-package linear
+package check
 
-import "pgqcheck/model"
+import (
+	"pgqcheck/linear/history"
+	"pgqcheck/model"
+)
 
 // Recovery after an uncertain answer, the seed's rule, is checked in three places:
 //
@@ -21,7 +24,7 @@ import "pgqcheck/model"
 
 // inventedTokens reports every completion whose token no claim's answer had carried when it
 // was sent: a token made up after an uncertain claim (property 6).
-func inventedTokens(h *History) []*model.Violation {
+func inventedTokens(h *history.History) []*model.Violation {
 	type token struct{ job, gen int64 }
 	given := map[token]int64{} // the earliest call of a claim whose answer named the token
 	for _, o := range h.Ops {

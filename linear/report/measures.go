@@ -1,4 +1,4 @@
-package linear
+package report
 
 import (
 	"encoding/json"
@@ -7,18 +7,19 @@ import (
 	"path/filepath"
 	"strings"
 
+	"pgqcheck/linear/history"
 	"pgqcheck/timeline"
 )
 
 // Files a report folder holds for every run, passing or failing: the run's shape.
 const (
-	ReportMeasures     = "measures.html" // throughput, latency, fault windows and the seed's measures over time
-	ReportMeasuresJSON = "measures.json" // the same measures as values
+	MeasuresFile     = "measures.html" // throughput, latency, fault windows and the seed's measures over time
+	MeasuresJSONFile = "measures.json" // the same measures as values
 )
 
 // TimelineRun is the history as package timeline draws it.
-func (h *History) TimelineRun() *timeline.Run {
-	r := &timeline.Run{Title: h.title(), Clock: h.Clock, Ops: make([]timeline.Op, len(h.Ops)), Faults: make([]timeline.Fault, len(h.Faults))}
+func TimelineRun(h *history.History) *timeline.Run {
+	r := &timeline.Run{Title: title(h), Clock: h.Clock, Ops: make([]timeline.Op, len(h.Ops)), Faults: make([]timeline.Fault, len(h.Faults))}
 	for i, o := range h.Ops {
 		r.Ops[i] = timeline.Op{Session: o.Session, Input: o.Input, Output: o.Output, Call: o.Call, Return: o.Return}
 	}
@@ -26,7 +27,7 @@ func (h *History) TimelineRun() *timeline.Run {
 		r.Faults[i] = timeline.Fault{At: f.At, Until: f.Until, Kind: f.Kind, Target: f.Target}
 	}
 	for _, o := range h.Ops {
-		if o.Session == drainSession {
+		if o.Session == history.DrainSession {
 			r.Marks = append(r.Marks, timeline.Mark{At: o.Call, Label: "drain: every lease expired, every job completed"})
 			break
 		}
@@ -34,7 +35,7 @@ func (h *History) TimelineRun() *timeline.Run {
 	return r
 }
 
-func (h *History) title() string {
+func title(h *history.History) string {
 	s := h.Mode + " run of " + h.Queue
 	if p := strings.TrimSpace(h.Program); p != "" && !strings.Contains(p, "\n") {
 		s += ": " + p
@@ -43,13 +44,13 @@ func (h *History) title() string {
 }
 
 // Measures computes the history's operational measures.
-func (h *History) Measures() *timeline.Measures {
-	return timeline.Compute(h.TimelineRun(), 0)
+func Measures(h *history.History) *timeline.Measures {
+	return timeline.Compute(TimelineRun(h), 0)
 }
 
 // WriteMeasures writes the measures page to htmlPath and returns the measures.
-func WriteMeasures(h *History, htmlPath string) (*timeline.Measures, error) {
-	r := h.TimelineRun()
+func WriteMeasures(h *history.History, htmlPath string) (*timeline.Measures, error) {
+	r := TimelineRun(h)
 	m := timeline.Compute(r, 0)
 	if err := timeline.WriteFile(htmlPath, r, m); err != nil {
 		return nil, fmt.Errorf("writing the measures page: %w", err)
@@ -58,8 +59,8 @@ func WriteMeasures(h *History, htmlPath string) (*timeline.Measures, error) {
 }
 
 // writeMeasures writes a report folder's measures page and their JSON.
-func writeMeasures(dir string, h *History) (*timeline.Measures, error) {
-	m, err := WriteMeasures(h, filepath.Join(dir, ReportMeasures))
+func writeMeasures(dir string, h *history.History) (*timeline.Measures, error) {
+	m, err := WriteMeasures(h, filepath.Join(dir, MeasuresFile))
 	if err != nil {
 		return nil, err
 	}
@@ -67,5 +68,5 @@ func writeMeasures(dir string, h *History) (*timeline.Measures, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m, os.WriteFile(filepath.Join(dir, ReportMeasuresJSON), append(b, '\n'), 0o644)
+	return m, os.WriteFile(filepath.Join(dir, MeasuresJSONFile), append(b, '\n'), 0o644)
 }
