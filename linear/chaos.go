@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pgqcheck/generate"
+	"pgqcheck/linear/record"
 	"pgqcheck/model"
 	"pgqcheck/program"
 )
@@ -25,7 +26,7 @@ type chaos struct {
 	rng    *rand.Rand
 	c      *actor // expiries
 	locker *actor
-	reader *Client
+	reader *record.Client
 	done   map[int64]bool // jobs an earlier snapshot saw done
 }
 
@@ -35,7 +36,7 @@ func (ch *chaos) snapshot() {
 	if ch.done == nil {
 		ch.done = map[int64]bool{}
 	}
-	f := &Flight{Stmt: program.SnapshotStmt{Known: ch.r.knownIDs(), Omit: func(row model.Row) bool { return ch.done[row.ID] }}}
+	f := &record.Flight{Stmt: program.SnapshotStmt{Known: ch.r.knownIDs(), Omit: func(row model.Row) bool { return ch.done[row.ID] }}}
 	res, _, err := ch.reader.Do(ch.r.ctx, f)
 	if err != nil || res.Err != nil {
 		return
@@ -134,14 +135,14 @@ func (ch *chaos) expire() {
 
 func (ch *chaos) cancel(w *worker) {
 	if pid := w.c.PID(); pid != 0 {
-		ch.r.rec.Fault("cancel", w.c.label())
+		ch.r.rec.Fault("cancel", w.c.Label())
 		_ = ch.r.in.Cancel(ch.r.ctx, pid)
 	}
 }
 
 func (ch *chaos) terminate(w *worker) {
 	if pid := w.c.PID(); pid != 0 {
-		ch.r.rec.Fault("terminate", w.c.label())
+		ch.r.rec.Fault("terminate", w.c.Label())
 		_ = ch.r.in.Terminate(ch.r.ctx, pid)
 	}
 }
@@ -240,13 +241,13 @@ func (ch *chaos) release(ctx context.Context, id int64) {
 	case "rollback":
 		l.Do(ctx, program.Rollback{S: name})
 	case "cancel":
-		r.rec.Fault("cancel", l.c.label())
+		r.rec.Fault("cancel", l.c.Label())
 		_ = l.c.CancelIdle(ctx) // on failure the backend is ended: the lock is gone either way
 		l.s.InTxn, l.s.Locks = false, nil
 	case "terminate":
-		r.rec.Fault("terminate", l.c.label())
+		r.rec.Fault("terminate", l.c.Label())
 		_ = r.in.Terminate(ctx, l.c.PID())
-		l.c.Lost()
+		l.c.ConnectionLost()
 		l.s.InTxn, l.s.Locks = false, nil
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"pgqcheck/linear/history"
+	"pgqcheck/linear/record"
 	"pgqcheck/model"
 	"pgqcheck/program"
 )
@@ -47,7 +48,7 @@ type Crash struct {
 // the probe enqueues jobs and claims one with each of CrashProbeLeases; after each restart it
 // observes every job at once, then its jobs around the ends of their leases, if soon. It returns once
 // the restarted server has seen afterRestart and afterRestartOps of traffic.
-func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) ([]Crash, error) {
+func (r *run) crashRounds(start time.Time, dial func(string) (*record.Client, error)) ([]Crash, error) {
 	cfg := r.cfg
 	pc, err := dial("probe")
 	if err != nil {
@@ -89,7 +90,7 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 		// the admin connection is back. So the locker's transaction, cut by the crash, is
 		// resolved before the restarted server can hand its row to anyone.
 		r.chaosTurn.Lock()
-		pc.Lost()
+		pc.ConnectionLost()
 		err := cfg.Crash.Restart(r.ctx)
 		if err == nil {
 			r.rec.EndFault(history.FaultCrash, history.CrashTarget) // the page shades the server's downtime
@@ -103,7 +104,7 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 		c.Down = time.Since(begin)
 		last, opsAtRestart = time.Now(), r.rec.Len()
 		// Every job, at once: what the crash must not have undone.
-		pc.Do(r.ctx, &Flight{Stmt: program.SnapshotStmt{Known: r.knownIDs()}})
+		pc.Do(r.ctx, &record.Flight{Stmt: program.SnapshotStmt{Known: r.knownIDs()}})
 		for _, t := range c.Probes {
 			if t.Until.To != model.Never && t.Until.To-r.rec.DB.Estimate() < watchWithin {
 				r.watchLease(pc, t)
@@ -124,7 +125,7 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*Client, error)) (
 }
 
 // watchLease observes job t around the end of its lease, on the database clock's best guess.
-func (r *run) watchLease(pc *Client, t program.Token) {
+func (r *run) watchLease(pc *record.Client, t program.Token) {
 	only := func(row model.Row) bool { return row.ID != t.ID }
 	for !r.stopped() {
 		now := r.rec.DB.Estimate()
@@ -132,7 +133,7 @@ func (r *run) watchLease(pc *Client, t program.Token) {
 			return
 		}
 		if now >= t.Until.From-leaseWatch {
-			pc.Do(r.ctx, &Flight{Stmt: program.SnapshotStmt{Known: []int64{t.ID}, Omit: only}})
+			pc.Do(r.ctx, &record.Flight{Stmt: program.SnapshotStmt{Known: []int64{t.ID}, Omit: only}})
 			time.Sleep(leaseWatchEvery)
 			continue
 		}

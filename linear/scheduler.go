@@ -15,6 +15,7 @@ import (
 	"pgqcheck/internal/rapidrun"
 	"pgqcheck/linear/check"
 	"pgqcheck/linear/history"
+	"pgqcheck/linear/record"
 	"pgqcheck/linear/report"
 
 	"pgregory.net/rapid"
@@ -70,7 +71,7 @@ type Scheduler struct {
 	ctx     context.Context
 	in      *sut.Installed
 	cfg     ScheduledConfig
-	clients []*Client
+	clients []*record.Client
 	proxy   *faultproxy.Proxy // every session connects through it, for the drawn proxy faults
 	last    *program.Finding  // the last failing run's
 	// lastMarks locate the last failing run's choices in its fuzz input, for ShrinkInput.
@@ -129,7 +130,7 @@ type srun struct {
 	c     chooser
 	rec   *history.Recorder
 	w     *program.World
-	conns []*Client
+	conns []*record.Client
 	x     []*sched // per session
 	trace []string
 	ran   []program.Op // every step issued, in order: the program that replays the run
@@ -150,11 +151,11 @@ type srun struct {
 // sched is a session's scheduling state.
 type sched struct {
 	s     *program.Session
-	c     *Client
+	c     *record.Client
 	idx   int
 	parts []program.Op // what is left of its current operation
 	left  int          // suffix operations not drawn yet
-	fl    *Flight
+	fl    *record.Flight
 	line  int                 // the trace line of the statement in flight
 	waits bool                // it was seen waiting for a row lock
 	fault *program.ProxyFault // a proxy fault waiting for the session's next statement
@@ -261,7 +262,7 @@ func (r *srun) start(n int) error {
 		s.proxy = p
 	}
 	for len(s.clients) < n {
-		c, err := DialVia(s.ctx, s.in, program.ScheduledSession(len(s.clients)), nil, sut.SessionOptions{StatementTimeout: 30 * time.Second}, s.proxy)
+		c, err := record.DialVia(s.ctx, s.in, program.ScheduledSession(len(s.clients)), nil, sut.SessionOptions{StatementTimeout: 30 * time.Second}, s.proxy)
 		if err != nil {
 			return err
 		}
@@ -269,10 +270,10 @@ func (r *srun) start(n int) error {
 	}
 	for i := 0; i < n; i++ {
 		c := s.clients[i]
-		if err := c.fresh(s.ctx); err != nil {
+		if err := c.PrepareRun(s.ctx); err != nil {
 			return err
 		}
-		c.Record(r.rec)
+		c.RecordInto(r.rec)
 		r.x = append(r.x, &sched{s: r.w.Sessions[i], c: c, idx: i})
 	}
 	return s.in.Reset(s.ctx)
@@ -426,7 +427,7 @@ func (r *srun) issue(x *sched, op program.Op) {
 				r.trace[x.line] += " (strict)"
 			}
 		}
-		f := &Flight{Stmt: stmt}
+		f := &record.Flight{Stmt: stmt}
 		if err := x.c.Send(r.s.ctx, f); err != nil {
 			r.harness(err)
 			return
@@ -501,13 +502,7 @@ func (r *srun) quiesce(forceProgress bool) {
 		if x.fl == nil || x.fl.Returned() {
 			continue
 		}
-		wait := time.NewTimer(time.Until(grace))
-		select {
-		case res := <-x.fl.done:
-			x.fl.res = &res
-		case <-wait.C:
-		}
-		wait.Stop()
+		x.fl.ReturnedBy(grace)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -627,11 +622,11 @@ func (r *srun) handle(x *sched) error {
 	if x.waits {
 		answer += " (after waiting)"
 	}
-	pid, life := x.c.PID(), x.c.Life()
-	v := x.c.Land(f)
+	pid, life := x.c.PID(), x.c.Connections()
+	v := x.c.RecordAnswer(f)
 	// Lost: also when the client reconnected at once (a session whose claims held its
 	// transaction waits for its old backend to be gone that way).
-	lost := !x.c.Connected() || x.c.Life() != life
+	lost := !x.c.Connected() || x.c.Connections() != life
 	if lost && pid != 0 {
 		// A lost connection's backend ends by itself (a proxy cut or drop closed its socket):
 		// the run goes on once it has, so that no statement after it can wait for its locks.
@@ -653,7 +648,7 @@ func (r *srun) handle(x *sched) error {
 	if res.Err != nil && lost {
 		r.w.Lost(x.s)
 	}
-	x.c.settle(x.s)
+	x.c.SyncHolding(x.s)
 	// On a queue whose claims hold a transaction, another session's expiry ends the holder's
 	// backend: that is the lease ending, not a fault.
 	expired := r.w.TxBound && (lost || pgerr.Code(res.Err) == "57P01")
@@ -718,7 +713,7 @@ func (r *srun) fault(x *sched, f program.Fault) {
 		kind = program.FaultTerminate
 	}
 	r.trace = append(r.trace, r.line(x, f))
-	r.rec.Fault(string(kind), x.c.label())
+	r.rec.Fault(string(kind), x.c.Label())
 	if x.fl != nil {
 		x.fl.Faulted = true
 	}
@@ -740,7 +735,7 @@ func (r *srun) fault(x *sched, f program.Fault) {
 			r.harness(err)
 		}
 		if x.fl == nil { // idle: it is gone with the backend
-			x.c.Lost()
+			x.c.ConnectionLost()
 			r.w.Lost(x.s)
 		}
 	}
@@ -792,7 +787,7 @@ func (r *srun) violation(v *model.Violation) {
 // harness ends the run with a failure of the suite's own machinery.
 func (r *srun) harness(err error) {
 	r.s.last = nil // the harness failed, not the queue
-	r.t.Fatalf("harness: %s\n%s", textfmt.OneLine(errText(err)), r.listing())
+	r.t.Fatalf("harness: %s\n%s", textfmt.OneLine(record.ErrorText(err)), r.listing())
 }
 
 // fail writes the report and stops the run. Each property fails from its own line, so that

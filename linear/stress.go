@@ -12,6 +12,7 @@ import (
 	"pgqcheck/faultproxy"
 	"pgqcheck/linear/check"
 	"pgqcheck/linear/history"
+	"pgqcheck/linear/record"
 	"pgqcheck/linear/report"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -119,7 +120,7 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 	rec := history.NewRecorder(false)
 	r := &run{ctx: ctx, in: in, cfg: cfg, rec: rec, claimed: map[int64]bool{}, halt: make(chan struct{})}
 	res := &Result{Seed: cfg.Seed}
-	var clients []*Client
+	var clients []*record.Client
 	defer func() {
 		for _, c := range clients {
 			c.Close()
@@ -134,16 +135,16 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 		defer p.Close()
 		proxy = p
 	}
-	dialVia := func(name string, p *faultproxy.Proxy) (*Client, error) {
+	dialVia := func(name string, p *faultproxy.Proxy) (*record.Client, error) {
 		// No lock_timeout: a completion may wait for a held lock. The statement timeout only
 		// keeps a hung statement from hanging the suite.
-		c, err := DialVia(ctx, in, name, rec, sut.SessionOptions{StatementTimeout: 30 * time.Second}, p)
+		c, err := record.DialVia(ctx, in, name, rec, sut.SessionOptions{StatementTimeout: 30 * time.Second}, p)
 		if err == nil {
 			clients = append(clients, c)
 		}
 		return c, err
 	}
-	dial := func(name string) (*Client, error) { return dialVia(name, nil) }
+	dial := func(name string) (*record.Client, error) { return dialVia(name, nil) }
 	seed := rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)
 	rngFor := func() *rand.Rand { return rand.New(rand.NewPCG(seed.Uint64(), seed.Uint64())) }
 	for i := 0; i < cfg.Workers; i++ {
@@ -279,28 +280,28 @@ func Stress(ctx context.Context, in *sut.Installed, cfg StressConfig) (*Result, 
 // Throughput measures what recording costs: workers each loop enqueue, claim, complete on
 // their own connections for d, with every operation recorded or with the same statements run
 // bare, and it returns queue statements per second.
-func Throughput(ctx context.Context, in *sut.Installed, workers int, d time.Duration, record bool) (float64, error) {
-	return ThroughputVia(ctx, in, workers, d, record, nil)
+func Throughput(ctx context.Context, in *sut.Installed, workers int, d time.Duration, recorded bool) (float64, error) {
+	return ThroughputVia(ctx, in, workers, d, recorded, nil)
 }
 
 // ThroughputVia is Throughput with every worker connected through p (nil: straight to
 // Postgres), no fault armed: what the fault proxy costs.
-func ThroughputVia(ctx context.Context, in *sut.Installed, workers int, d time.Duration, record bool, p *faultproxy.Proxy) (float64, error) {
+func ThroughputVia(ctx context.Context, in *sut.Installed, workers int, d time.Duration, recorded bool, p *faultproxy.Proxy) (float64, error) {
 	if err := in.Reset(ctx); err != nil {
 		return 0, err
 	}
 	var rec *history.Recorder
-	if record {
+	if recorded {
 		rec = history.NewRecorder(false)
 	}
-	var clients []*Client
+	var clients []*record.Client
 	defer func() {
 		for _, c := range clients {
 			c.Close()
 		}
 	}()
 	for i := 0; i < max(workers, 1); i++ {
-		c, err := DialVia(ctx, in, fmt.Sprintf("w%d", i), rec, sut.SessionOptions{StatementTimeout: 30 * time.Second}, p)
+		c, err := record.DialVia(ctx, in, fmt.Sprintf("w%d", i), rec, sut.SessionOptions{StatementTimeout: 30 * time.Second}, p)
 		if err != nil {
 			return 0, err
 		}

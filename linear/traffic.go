@@ -10,6 +10,7 @@ import (
 
 	"pgqcheck/generate"
 	"pgqcheck/linear/history"
+	"pgqcheck/linear/record"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 )
@@ -24,7 +25,7 @@ type token = program.Token
 // resolve against (its own session's tokens and transaction). Stress traffic runs the program
 // package's operations, as the other modes do.
 type actor struct {
-	c      *Client
+	c      *record.Client
 	w      *program.World
 	s      *program.Session
 	strict bool // its claims run alone (the drain)
@@ -35,9 +36,9 @@ type actor struct {
 	slept  time.Duration
 }
 
-func newActor(c *Client, q *sut.Queue) *actor {
+func newActor(c *record.Client, q *sut.Queue) *actor {
 	w := program.NewWorld(q, c.Name)
-	w.Clock = c.clock()
+	w.Clock = c.Clock()
 	return &actor{c: c, w: w, s: w.Sessions[0]}
 }
 
@@ -50,13 +51,13 @@ func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, erro
 		if a.strict {
 			st, _ = program.Strictly(st)
 		}
-		f := &Flight{Stmt: st}
+		f := &record.Flight{Stmt: st}
 		r, _, err := a.c.Do(ctx, f)
 		if err != nil {
 			return out, err
 		}
 		a.w.Apply(a.s, st, r, f.At)
-		a.c.settle(a.s)
+		a.c.SyncHolding(a.s)
 		out = append(out, r)
 	}
 	return out, nil
@@ -131,7 +132,7 @@ func (r *run) backlog() int {
 // tableIDs is every job the drain must expire: those whose enqueue returned, and every other
 // row the queue holds (an enqueue whose answer was lost may have created one), read with an
 // unrecorded snapshot on c, which nothing else uses any more.
-func (r *run) tableIDs(ctx context.Context, c *Client) ([]int64, error) {
+func (r *run) tableIDs(ctx context.Context, c *record.Client) ([]int64, error) {
 	rows, _, err := c.Session().Snapshot(ctx)
 	if err != nil {
 		return nil, err

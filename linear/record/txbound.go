@@ -1,4 +1,4 @@
-package linear
+package record
 
 import (
 	"context"
@@ -25,9 +25,9 @@ import (
 // Holds reports whether the session's transaction holds a job a claim took.
 func (c *Client) Holds() bool { return len(c.held) > 0 }
 
-// settle tells the world's session what the client saw: the transaction that held its claim,
-// the lease, ended.
-func (c *Client) settle(s *program.Session) {
+// SyncHolding tells the world's session what the client saw: the transaction that held its
+// claim, the lease, ended.
+func (c *Client) SyncHolding(s *program.Session) {
 	if s.Holding && !c.Holds() {
 		s.Holding = false
 	}
@@ -45,33 +45,33 @@ func (c *Client) checkHeld(ctx context.Context) {
 	case err == nil:
 		switch {
 		case xid == nil || conn.PgConn().TxStatus() == 'I':
-			c.releaseHeld(true)
+			c.recordLeasesEnded(true)
 			return
 		case c.xid == "":
 			c.xid = *xid // the first check after the claim: the claim's transaction
 		case *xid != c.xid:
-			c.releaseHeld(true) // that transaction ended and another began
+			c.recordLeasesEnded(true) // that transaction ended and another began
 			return
 		}
-		c.alive = call
+		c.lastOpen = call
 	case conn.IsClosed():
-		_ = c.lose(ctx)
+		_ = c.endSession(ctx)
 	case errors.As(err, &pgErr):
 		// The backend answered, inside its transaction (a failed one keeps its row locks until
 		// it rolls back), or outside any.
 		if conn.PgConn().TxStatus() == 'I' {
-			c.releaseHeld(true)
+			c.recordLeasesEnded(true)
 			return
 		}
-		c.alive = call
+		c.lastOpen = call
 	}
 	// Otherwise the question was never answered (the run is stopping): nothing is learnt.
 }
 
-// releaseHeld records that the leases of the jobs this session's transaction held ended with
+// recordLeasesEnded records that the leases of the jobs this session's transaction held ended with
 // it: each an expiry of its claim's generation after the moment the transaction was last known
 // open, and, when sure, before now; when not sure, at some time after that (an unknown outcome).
-func (c *Client) releaseHeld(sure bool) {
+func (c *Client) recordLeasesEnded(sure bool) {
 	if len(c.held) == 0 || c.rec == nil {
 		c.held, c.xid = nil, ""
 		return
@@ -83,8 +83,8 @@ func (c *Client) releaseHeld(sure bool) {
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
 	now := c.now()
 	for _, id := range ids {
-		in := model.Input{Kind: model.OpExpire, Job: id, Gen: c.held[id], At: model.Window{From: c.clock().Latest(), To: model.Never}}
-		op := history.Op{Client: c.rec.NewClient(), Session: c.label() + " ended", Input: in, Call: c.alive, Return: max(now, c.alive+1)}
+		in := model.Input{Kind: model.OpExpire, Job: id, Gen: c.held[id], At: model.Window{From: c.Clock().Latest(), To: model.Never}}
+		op := history.Op{Client: c.rec.NewClient(), Session: c.Label() + " ended", Input: in, Call: c.lastOpen, Return: max(now, c.lastOpen+1)}
 		if !sure {
 			op.Output, op.Return = model.Output{Outcome: model.Unknown}, history.Never
 		}
@@ -93,17 +93,18 @@ func (c *Client) releaseHeld(sure bool) {
 	c.held, c.xid = nil, ""
 }
 
-// lose handles a lost connection (Lost). The leases its transaction held end when its backend
-// has exited, which a backend does a moment after its connection closed (it lets go of its row
-// locks then, not before): so the client reconnects at once, as a new life, and waits on its new
-// connection for the old backend to be gone before it records them as ended; when it cannot
-// see that (the new connection failed too), as ended at some time after.
-func (c *Client) lose(ctx context.Context) error {
+// endSession ends the session as a lost connection does (ConnectionLost): its open transaction
+// never committed, and its connection is closed. The leases its transaction held end when its
+// backend has exited, which a backend does a moment after its connection closed (it lets go of
+// its row locks then, not before): so the client reconnects at once, as a new life, and waits
+// on its new connection for the old backend to be gone before it records them as ended; when
+// it cannot see that (the new connection failed too), as ended at some time after.
+func (c *Client) endSession(ctx context.Context) error {
 	if c.inTxn {
 		now := c.now()
-		c.endTxn(now, c.now(), false, false)
+		c.resolveTxn(now, c.now(), false, false)
 	}
-	held, alive, old := c.held, c.alive, c.PID()
+	held, lastOpen, old := c.held, c.lastOpen, c.PID()
 	c.held = nil
 	c.Close()
 	if len(held) == 0 {
@@ -111,8 +112,8 @@ func (c *Client) lose(ctx context.Context) error {
 	}
 	err := c.connect(ctx)
 	gone := err == nil && c.Session().WaitGone(ctx, old) == nil
-	c.held, c.alive = held, alive
-	c.releaseHeld(gone)
+	c.held, c.lastOpen = held, lastOpen
+	c.recordLeasesEnded(gone)
 	return err
 }
 
@@ -124,8 +125,8 @@ func (c *Client) Crash(ctx context.Context) error {
 	if s := c.Session(); s != nil {
 		_, _ = s.Conn().Exec(ctx, "SELECT pg_terminate_backend(pg_backend_pid())")
 	}
-	if err := c.lose(ctx); err != nil {
+	if err := c.endSession(ctx); err != nil {
 		return err
 	}
-	return c.ensure(ctx)
+	return c.EnsureConnected(ctx)
 }
