@@ -18,6 +18,7 @@ import (
 	"pgqcheck/linear/check"
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/report"
+	"pgqcheck/linear/stress"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
@@ -46,7 +47,7 @@ func TestLinearStress(t *testing.T) {
 				return c.Completions == 0 || c.RejectedCompletions == 0 || c.Expiries == 0 || c.TimedClaims == 0 && timedLeases || c.Locks == 0 && q.CanLock()
 			}
 			for try, d := 0, *stressFor; ; try, d = try+1, 2*d {
-				res, err := linear.Stress(context.Background(), in, linear.StressConfig{Duration: d, PassDir: t.TempDir()})
+				res, err := stress.Run(context.Background(), in, stress.Config{Duration: d, PassDir: t.TempDir()})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -75,7 +76,7 @@ func TestLinearStress(t *testing.T) {
 
 // checkMeasures: a stress run's report folder has its measures page, and the measures agree
 // with the run's own counts (a second way of counting the same history).
-func checkMeasures(t *testing.T, res *linear.Result) {
+func checkMeasures(t *testing.T, res *stress.Result) {
 	t.Helper()
 	for _, f := range []string{report.MeasuresFile, report.MeasuresJSONFile, report.HistoryFile} {
 		if st, err := os.Stat(filepath.Join(res.ReportDir, f)); err != nil || st.Size() == 0 {
@@ -309,11 +310,11 @@ func BenchmarkLinearRecording(b *testing.B) {
 	in := suttest.Install(b, suttest.Queues(b)[0])
 	const workers, d = 3, 2 * time.Second
 	for b.Loop() {
-		raw, err := linear.Throughput(context.Background(), in, workers, d, false)
+		raw, err := stress.Throughput(context.Background(), in, workers, d, false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		rec, err := linear.Throughput(context.Background(), in, workers, d, true)
+		rec, err := stress.Throughput(context.Background(), in, workers, d, true)
 		if err != nil {
 			b.Fatal(err)
 		}

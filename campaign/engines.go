@@ -17,6 +17,7 @@ import (
 	"pgqcheck/internal/rapidrun"
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/report"
+	"pgqcheck/linear/stress"
 
 	"pgregory.net/rapid"
 
@@ -290,14 +291,14 @@ type stressOutcome struct {
 	Finding   *program.Finding
 	// NotPromised is the first thing the run saw the queue do that it does not promise.
 	NotPromised *program.Finding
-	Crashes     []linear.Crash // its crash rounds, when it crashed the server
+	Crashes     []stress.CrashRound // its crash rounds, when it crashed the server
 }
 
 // runStress runs free-running concurrent traffic with injected faults for d, then a drain and
 // the checks. A failing run's report folder goes under reportDir; a passing one's is written
 // to passDir (replacing the one before) when passDir is set.
-func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir, passDir string, crash linear.Crasher) (*stressOutcome, error) {
-	res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: d, Seed: seed, ReportDir: reportDir, PassDir: passDir, Crash: crash})
+func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir, passDir string, crash stress.Crasher) (*stressOutcome, error) {
+	res, err := stress.Run(ctx, in, stress.Config{Duration: d, Seed: seed, ReportDir: reportDir, PassDir: passDir, Crash: crash})
 	if err != nil {
 		return nil, err
 	}

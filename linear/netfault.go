@@ -2,29 +2,10 @@ package linear
 
 import (
 	"fmt"
-	"math/rand/v2"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/generate"
 	"pgqcheck/internal/pgerr"
 	"pgqcheck/program"
 )
-
-// drawNetFault draws a proxy fault from generate.NetFaultWeights.
-func drawNetFault(rng *rand.Rand) faultproxy.Fault {
-	f := faultproxy.Fault{Kind: faultproxy.Kind(draw(rng, generate.NetFaultWeights))}
-	if !f.Kind.Lost() {
-		f.For = generate.NetFaultHolds[rng.IntN(len(generate.NetFaultHolds))]
-	}
-	return f
-}
-
-// netFault arms a proxy fault on a worker's connection: its next statement takes it.
-func (ch *chaos) netFault(w *worker) {
-	if w.c.Proxied() {
-		w.c.Inject(drawNetFault(ch.rng))
-	}
-}
 
 // A drawn proxy fault waits on its session (sched.fault) for the statement it hits, and is
 // armed just before that statement is sent; the program and the trace show it there. A fault

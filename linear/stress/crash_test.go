@@ -1,4 +1,4 @@
-package linear
+package stress
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func TestLinearCrashRestart(t *testing.T) {
 	for _, name := range []string{"seed", "subquery", "split"} {
 		t.Run(name, func(t *testing.T) {
 			in := installOn(t, srv, sut.MustBuiltin(name))
-			res, err := Stress(context.Background(), in, StressConfig{Duration: 800 * time.Millisecond, Crash: crasher, ReportDir: t.TempDir()})
+			res, err := Run(context.Background(), in, Config{Duration: 800 * time.Millisecond, Crash: crasher, ReportDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestLinearCrashCatchesLostCommits(t *testing.T) {
 	if _, err := in.Admin().Exec(context.Background(), "CHECKPOINT"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Stress(context.Background(), in, StressConfig{Duration: 800 * time.Millisecond, Crash: crasher, ReportDir: t.TempDir(), CheckTimeout: 2 * time.Second})
+	res, err := Run(context.Background(), in, Config{Duration: 800 * time.Millisecond, Crash: crasher, ReportDir: t.TempDir(), CheckTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package linear
+package stress
 
 import (
 	"math/rand/v2"
@@ -20,9 +20,9 @@ type rescuer struct {
 // often enough that runs land beside completions and claims of expired jobs.
 const RescueEvery = 20 * time.Millisecond
 
-func (r *run) rescue(x *rescuer) {
+func (r *run) rescue(resc *rescuer) {
 	for !r.stopped() {
-		time.Sleep(time.Duration(x.rng.Int64N(int64(RescueEvery))))
-		x.one(r.ctx, program.Rescue{S: x.c.Name})
+		time.Sleep(time.Duration(resc.rng.Int64N(int64(RescueEvery))))
+		resc.one(r.ctx, program.Rescue{S: resc.c.Name})
 	}
 }

@@ -1,4 +1,4 @@
-package linear
+package stress
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/faultproxy"
 	"pgqcheck/generate"
 	"pgqcheck/linear/record"
 	"pgqcheck/model"
@@ -16,7 +17,7 @@ import (
 // chaos injects the faults of a stress run from one goroutine: it expires leases (mostly those
 // of paused workers), holds row locks in open transactions (a paused worker's job, so that its
 // completion waits; or a ready job, which claims must skip), cancels statements, terminates
-// backends, arms proxy faults on workers' connections (netfault.go), and takes snapshots.
+// backends, arms proxy faults on workers' connections (armNetFault), and takes snapshots.
 // Terminating a worker while its statement waits behind a held lock, and a dropped reply or a
 // cut connection, are what produce operations with unknown outcomes.
 //
@@ -60,7 +61,7 @@ func (ch *chaos) loop() {
 			watched = time.Now()
 			ch.snapshot()
 		}
-		switch draw(ch.rng, generate.ChaosWeights) {
+		switch drawKind(ch.rng, generate.ChaosWeights) {
 		case "expire":
 			ch.expire()
 		case "lock":
@@ -80,7 +81,7 @@ func (ch *chaos) loop() {
 		case "snapshot":
 			ch.snapshot()
 		case "net":
-			ch.netFault(ch.anyWorker())
+			ch.armNetFault(ch.anyWorker())
 		}
 		r.chaosTurn.RUnlock()
 	}
@@ -235,7 +236,7 @@ func (ch *chaos) waitingBehind(ctx context.Context, pid uint32) []blocked {
 func (ch *chaos) release(ctx context.Context, id int64) {
 	r, l := ch.r, ch.locker
 	name := l.c.Name
-	switch draw(ch.rng, generate.ReleaseWeights) {
+	switch drawKind(ch.rng, generate.ReleaseWeights) {
 	case "commit":
 		l.Do(ctx, program.Commit{S: name})
 	case "rollback":
@@ -249,5 +250,21 @@ func (ch *chaos) release(ctx context.Context, id int64) {
 		_ = r.in.Terminate(ctx, l.c.PID())
 		l.c.ConnectionLost()
 		l.s.InTxn, l.s.Locks = false, nil
+	}
+}
+
+// drawNetFault draws a proxy fault from generate.NetFaultWeights.
+func drawNetFault(rng *rand.Rand) faultproxy.Fault {
+	f := faultproxy.Fault{Kind: faultproxy.Kind(drawKind(rng, generate.NetFaultWeights))}
+	if !f.Kind.Lost() {
+		f.For = generate.NetFaultHolds[rng.IntN(len(generate.NetFaultHolds))]
+	}
+	return f
+}
+
+// armNetFault arms a proxy fault on a worker's connection: its next statement takes it.
+func (ch *chaos) armNetFault(w *worker) {
+	if w.c.Proxied() {
+		w.c.Inject(drawNetFault(ch.rng))
 	}
 }

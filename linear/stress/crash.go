@@ -1,4 +1,4 @@
-package linear
+package stress
 
 import (
 	"context"
@@ -37,8 +37,8 @@ const (
 	afterRestartOps = 200
 )
 
-// Crash is one crash and restart of a stress run.
-type Crash struct {
+// CrashRound is one crash and restart of a stress run.
+type CrashRound struct {
 	Down   time.Duration   // from the kill until the restarted server accepted sessions
 	Probes []program.Token // the probe's claims just before the crash
 }
@@ -46,17 +46,17 @@ type Crash struct {
 // crashRounds crashes and restarts the server cfg.Crashes times during the traffic, evenly
 // spread over cfg.Duration, while workers, enqueuer and chaos run on. Just before each crash
 // the probe enqueues jobs and claims one with each of CrashProbeLeases; after each restart it
-// observes every job at once, then its jobs around the ends of their leases, if soon. It returns once
-// the restarted server has seen afterRestart and afterRestartOps of traffic.
-func (r *run) crashRounds(start time.Time, dial func(string) (*record.Client, error)) ([]Crash, error) {
+// observes every job at once, then its jobs around the ends of their leases, if soon. It
+// returns once the restarted server has seen afterRestart and afterRestartOps of traffic.
+func (r *run) crashRounds(start time.Time) ([]CrashRound, error) {
 	cfg := r.cfg
-	pc, err := dial("probe")
+	probeClient, err := r.dial("probe", nil)
 	if err != nil {
 		return nil, err
 	}
-	probe := newActor(pc, r.in.Queue)
+	probe := newActor(probeClient, r.in.Queue)
 	probe.halt = r.halt
-	var out []Crash
+	var out []CrashRound
 	var last time.Time
 	opsAtRestart := 0
 	for i := 0; i < cfg.Crashes && !r.stopped() && r.rec.Len() < cfg.MaxOps; i++ {
@@ -64,53 +64,19 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*record.Client, er
 		if !r.sleepUntil(at) {
 			break
 		}
-		var c Crash
-		for _, lease := range CrashProbeLeases {
-			// A job of its own first, so that the claim finds one even when the workers
-			// have emptied the queue; a few times, since a worker may take it first.
-			for try := 0; try < 5; try++ {
-				if res := probe.one(r.ctx, program.Enqueue{S: pc.Name, N: 1}); res.Err == nil {
-					r.noteEnqueued(res.Out.Job)
-				}
-				if res := probe.one(r.ctx, program.Claim{S: pc.Name, Lease: lease}); res.Err == nil && res.Out.Found {
-					c.Probes = append(c.Probes, probe.s.Tokens[len(probe.s.Tokens)-1])
-					break
-				}
-			}
-		}
-		begin := time.Now()
-		if err := cfg.Crash.Crash(r.ctx); err != nil {
+		round := CrashRound{Probes: r.claimProbes(probe)}
+		if round.Down, err = r.crashAndRestart(probeClient); err != nil {
 			return out, fmt.Errorf("crash round %d: %w", i+1, err)
 		}
-		// Recorded once the server is gone for sure: a statement sent before and answered was
-		// answered by it (a backend may still commit and answer while its postmaster is being
-		// killed), and it answers nothing later.
-		r.rec.Fault(history.FaultCrash, history.CrashTarget)
-		// The chaos goroutine's turn in flight ends on the dead server; no other starts until
-		// the admin connection is back. So the locker's transaction, cut by the crash, is
-		// resolved before the restarted server can hand its row to anyone.
-		r.chaosTurn.Lock()
-		pc.ConnectionLost()
-		err := cfg.Crash.Restart(r.ctx)
-		if err == nil {
-			r.rec.EndFault(history.FaultCrash, history.CrashTarget) // the page shades the server's downtime
-			r.rec.Fault(history.FaultRestart, history.CrashTarget)
-			err = r.in.ReconnectAdmin(r.ctx)
-		}
-		r.chaosTurn.Unlock()
-		if err != nil {
-			return out, fmt.Errorf("crash round %d: %w", i+1, err)
-		}
-		c.Down = time.Since(begin)
 		last, opsAtRestart = time.Now(), r.rec.Len()
 		// Every job, at once: what the crash must not have undone.
-		pc.Do(r.ctx, &record.Flight{Stmt: program.SnapshotStmt{Known: r.knownIDs()}})
-		for _, t := range c.Probes {
+		probeClient.Do(r.ctx, &record.Flight{Stmt: program.SnapshotStmt{Known: r.knownIDs()}})
+		for _, t := range round.Probes {
 			if t.Until.To != model.Never && t.Until.To-r.rec.DB.Estimate() < watchWithin {
-				r.watchLease(pc, t)
+				r.watchLease(probeClient, t)
 			}
 		}
-		out = append(out, c)
+		out = append(out, round)
 	}
 	// Traffic on the restarted server: afterRestart, and at least afterRestartOps operations
 	// (a loaded machine may take a while to reconnect everyone), within reason.
@@ -120,12 +86,63 @@ func (r *run) crashRounds(start time.Time, dial func(string) (*record.Client, er
 			break
 		}
 	}
-	pc.Close()
+	probeClient.Close()
 	return out, nil
 }
 
+// claimProbes claims a job with each of CrashProbeLeases on the probe's session, and returns
+// the tokens it was handed.
+func (r *run) claimProbes(probe *actor) []program.Token {
+	var out []program.Token
+	name := probe.c.Name
+	for _, lease := range CrashProbeLeases {
+		// A job of its own first, so that the claim finds one even when the workers
+		// have emptied the queue; a few times, since a worker may take it first.
+		for try := 0; try < 5; try++ {
+			if res := probe.one(r.ctx, program.Enqueue{S: name, N: 1}); res.Err == nil {
+				r.noteEnqueued(res.Out.Job)
+			}
+			if res := probe.one(r.ctx, program.Claim{S: name, Lease: lease}); res.Err == nil && res.Out.Found {
+				out = append(out, probe.s.Tokens[len(probe.s.Tokens)-1])
+				break
+			}
+		}
+	}
+	return out
+}
+
+// crashAndRestart kills the server, records the crash, restarts it and reconnects the admin
+// connection, and returns how long the server was down.
+func (r *run) crashAndRestart(probeClient *record.Client) (time.Duration, error) {
+	crasher := r.cfg.Crash
+	begin := time.Now()
+	if err := crasher.Crash(r.ctx); err != nil {
+		return 0, err
+	}
+	// Recorded once the server is gone for sure: a statement sent before and answered was
+	// answered by it (a backend may still commit and answer while its postmaster is being
+	// killed), and it answers nothing later.
+	r.rec.Fault(history.FaultCrash, history.CrashTarget)
+	// The chaos goroutine's turn in flight ends on the dead server; no other starts until
+	// the admin connection is back. So the locker's transaction, cut by the crash, is
+	// resolved before the restarted server can hand its row to anyone.
+	r.chaosTurn.Lock()
+	probeClient.ConnectionLost()
+	err := crasher.Restart(r.ctx)
+	if err == nil {
+		r.rec.EndFault(history.FaultCrash, history.CrashTarget) // the page shades the server's downtime
+		r.rec.Fault(history.FaultRestart, history.CrashTarget)
+		err = r.in.ReconnectAdmin(r.ctx)
+	}
+	r.chaosTurn.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	return time.Since(begin), nil
+}
+
 // watchLease observes job t around the end of its lease, on the database clock's best guess.
-func (r *run) watchLease(pc *record.Client, t program.Token) {
+func (r *run) watchLease(probeClient *record.Client, t program.Token) {
 	only := func(row model.Row) bool { return row.ID != t.ID }
 	for !r.stopped() {
 		now := r.rec.DB.Estimate()
@@ -133,7 +150,7 @@ func (r *run) watchLease(pc *record.Client, t program.Token) {
 			return
 		}
 		if now >= t.Until.From-leaseWatch {
-			pc.Do(r.ctx, &record.Flight{Stmt: program.SnapshotStmt{Known: []int64{t.ID}, Omit: only}})
+			probeClient.Do(r.ctx, &record.Flight{Stmt: program.SnapshotStmt{Known: []int64{t.ID}, Omit: only}})
 			time.Sleep(leaseWatchEvery)
 			continue
 		}
@@ -152,15 +169,7 @@ func (r *run) sleepUntil(t time.Time) bool {
 	return !r.stopped()
 }
 
-// crashStressConfig is what a crash round needs on top of a stress run's defaults.
-func (c StressConfig) crashDefaults() StressConfig {
-	if c.Crash != nil && c.Crashes <= 0 {
-		c.Crashes = 1
-	}
-	return c
-}
-
-func crashSummary(cs []Crash) string {
+func crashSummary(cs []CrashRound) string {
 	var worst time.Duration
 	for _, c := range cs {
 		worst = max(worst, c.Down)

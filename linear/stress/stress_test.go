@@ -1,4 +1,4 @@
-package linear
+package stress
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestStressRealTime(t *testing.T) {
 	generate.TimedHoldWeights = generate.Weights{"until after its end": 1}
 	generate.ChaosWeights = generate.Weights{"snapshot": 1, "rest": 9}
 	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
-	res, err := Stress(context.Background(), in, StressConfig{Workers: 6, Duration: time.Second, ReportDir: t.TempDir()})
+	res, err := Run(context.Background(), in, Config{Workers: 6, Duration: time.Second, ReportDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

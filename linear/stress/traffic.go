@@ -1,4 +1,4 @@
-package linear
+package stress
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"pgqcheck/faultproxy"
 	"pgqcheck/generate"
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/record"
@@ -15,11 +16,8 @@ import (
 	"pgqcheck/sut"
 )
 
-// draw picks a kind from weights.
-func draw(rng *rand.Rand, w generate.Weights) string { return w.At(rng.IntN(w.Total())) }
-
-// token is what a claim hands a worker.
-type token = program.Token
+// drawKind picks a kind from weights.
+func drawKind(rng *rand.Rand, w generate.Weights) string { return w.At(rng.IntN(w.Total())) }
 
 // actor is one goroutine of a stress run: a recording client and the world its operations
 // resolve against (its own session's tokens and transaction). Stress traffic runs the program
@@ -87,8 +85,12 @@ func (a *actor) one(ctx context.Context, op program.Step) program.Result {
 type run struct {
 	ctx context.Context
 	in  *sut.Installed
-	cfg StressConfig
+	cfg Config
 	rec *history.Recorder
+
+	// What the run opened, closed when it ends.
+	clients []*record.Client
+	proxy   *faultproxy.Proxy // every worker connects through it, for the chaos's proxy faults
 
 	stop atomic.Bool
 	halt chan struct{} // closed when the traffic stops
@@ -96,12 +98,15 @@ type run struct {
 	// restarts and the admin connection is replaced.
 	chaosTurn sync.RWMutex
 
-	workers []*worker
+	workers  []*worker
+	enqueuer *actor
+	chaos    *chaos // nil: a run without faults
+	rescuer  *rescuer
 
 	mu      sync.Mutex
-	known   []int64        // ids whose enqueue returned, in order
-	claimed map[int64]bool // ids some claim returned
-	recent  []token        // the last claims, for the chaos goroutine to aim at
+	known   []int64         // ids whose enqueue returned, in order
+	claimed map[int64]bool  // ids some claim returned
+	recent  []program.Token // the last claims, for the chaos goroutine to aim at
 }
 
 func (r *run) stopped() bool { return r.stop.Load() || r.ctx.Err() != nil }
@@ -112,7 +117,7 @@ func (r *run) noteEnqueued(id int64) {
 	r.known = append(r.known, id)
 }
 
-func (r *run) noteClaim(t token) {
+func (r *run) noteClaim(t program.Token) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.claimed[t.ID] = true
@@ -170,11 +175,11 @@ func (r *run) unclaimed() int64 {
 	return 0
 }
 
-func (r *run) recentClaim(rng *rand.Rand) (token, bool) {
+func (r *run) recentClaim(rng *rand.Rand) (program.Token, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.recent) == 0 {
-		return token{}, false
+		return program.Token{}, false
 	}
 	return r.recent[rng.IntN(len(r.recent))], true
 }
@@ -187,7 +192,7 @@ func (r *run) recentClaim(rng *rand.Rand) (token, bool) {
 type worker struct {
 	*actor
 	rng    *rand.Rand
-	paused atomic.Pointer[token]
+	paused atomic.Pointer[program.Token]
 }
 
 func (r *run) work(w *worker) {
@@ -200,7 +205,7 @@ func (r *run) work(w *worker) {
 			w.one(ctx, program.Complete{S: name})
 		}
 		lease := r.cfg.Lease
-		if draw(w.rng, generate.LeaseWeights) == "timed" {
+		if drawKind(w.rng, generate.LeaseWeights) == "timed" {
 			lease = generate.TimedLeases[w.rng.IntN(len(generate.TimedLeases))]
 		}
 		res := w.one(ctx, program.Claim{S: name, Lease: lease})
@@ -232,7 +237,7 @@ func (r *run) work(w *worker) {
 			time.Sleep(d)
 			w.paused.Store(nil)
 		}
-		switch draw(w.rng, generate.AfterClaimWeights) {
+		switch drawKind(w.rng, generate.AfterClaimWeights) {
 		case "complete":
 			w.one(ctx, program.Complete{S: name})
 		case "crash": // forget every token; the jobs wait for an expiry or the drain
@@ -256,7 +261,7 @@ func (w *worker) hold(timed bool) program.Procedure {
 		return nil
 	}
 	margin := generate.NearMargins[w.rng.IntN(len(generate.NearMargins))]
-	switch draw(w.rng, generate.TimedHoldWeights) {
+	switch drawKind(w.rng, generate.TimedHoldWeights) {
 	case "until before its end":
 		return program.Near{W: w.c.Name, Margin: margin}
 	case "until after its end":
