@@ -14,10 +14,10 @@ import (
 	"pgregory.net/rapid"
 
 	"pgqcheck/campaign"
-	"pgqcheck/linear"
 	"pgqcheck/linear/check"
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/report"
+	"pgqcheck/linear/schedule"
 	"pgqcheck/linear/stress"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
@@ -108,8 +108,8 @@ func TestLinearScheduled(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			in := suttest.Install(t, q)
-			cfg := linear.ScheduledConfig{Name: q.Name}
-			s := linear.NewScheduler(ctx, in, cfg)
+			cfg := schedule.Config{Name: q.Name}
+			s := schedule.NewScheduler(ctx, in, cfg)
 			defer s.Close()
 			// A failure is kept as a scheduled program in the corpus, where TestPropPrograms
 			// replays it on every go test, after its operations are reduced.
@@ -129,7 +129,7 @@ func TestLinearScheduled(t *testing.T) {
 			defer func() {
 				if f := s.Last(); t.Failed() && f != nil {
 					s.Close()
-					if saveFinding(t, linear.ReduceScheduled(ctx, in, cfg, f, *reduceFor)) != first && first != "" {
+					if saveFinding(t, schedule.Reduce(ctx, in, cfg, f, *reduceFor)) != first && first != "" {
 						_ = os.Remove(first) // the reduced program replaces it
 					}
 				}
@@ -213,7 +213,7 @@ func TestMutants(t *testing.T) {
 				var g *program.Finding
 				var err error
 				caught := m.Retry(func() bool {
-					g, err = linear.ReplayProgram(ctx, in, linear.ScheduledConfig{Name: r.Mutant, ReportDir: t.TempDir()}, f.Program)
+					g, err = schedule.ReplayProgram(ctx, in, schedule.Config{Name: r.Mutant, ReportDir: t.TempDir()}, f.Program)
 					return err != nil || g != nil && g.Property() == f.Property()
 				})
 				switch {

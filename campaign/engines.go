@@ -17,6 +17,7 @@ import (
 	"pgqcheck/internal/rapidrun"
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/report"
+	"pgqcheck/linear/schedule"
 	"pgqcheck/linear/stress"
 
 	"pgregory.net/rapid"
@@ -25,7 +26,6 @@ import (
 	"pgqcheck/fuzz"
 	"pgqcheck/internal/testflags"
 	"pgqcheck/internal/textfmt"
-	"pgqcheck/linear"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sequential"
@@ -224,17 +224,17 @@ func (e *seqEngine) Replay(ctx context.Context, p *program.Program) (*program.Fi
 // schedEngine is scheduled mode on one installed queue: rapid draws a sequential prefix, two
 // or three concurrent suffixes and the interleaving, so a failure replays and shrinks.
 type schedEngine struct {
-	s    *linear.Scheduler
+	s    *schedule.Scheduler
 	in   *sut.Installed
-	cfg  linear.ScheduledConfig
+	cfg  schedule.Config
 	name string
 }
 
 // newSchedEngine prepares scheduled mode; a failing run's report folder goes under reportDir
 // (named after name, rewritten by each failing run, so what is left is the last one's).
 func newSchedEngine(ctx context.Context, in *sut.Installed, name, reportDir string) *schedEngine {
-	cfg := linear.ScheduledConfig{Name: name, ReportDir: reportDir}
-	return &schedEngine{s: linear.NewScheduler(ctx, in, cfg), in: in, cfg: cfg, name: searchName(name)}
+	cfg := schedule.Config{Name: name, ReportDir: reportDir}
+	return &schedEngine{s: schedule.NewScheduler(ctx, in, cfg), in: in, cfg: cfg, name: searchName(name)}
 }
 
 func (e *schedEngine) Close() { e.s.Close() }
@@ -261,7 +261,7 @@ func (e *schedEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally
 		return nil, st, fmt.Errorf("a scheduled run failed without breaking a property: %s", textfmt.OneLine(out))
 	}
 	if shrink {
-		f = linear.ReduceScheduled(ctx, e.in, e.cfg, f, rs.ShrinkTime)
+		f = schedule.Reduce(ctx, e.in, e.cfg, f, rs.ShrinkTime)
 	}
 	f.Checks = st.Checks
 	f.Flaky = st.Flaky
@@ -275,8 +275,8 @@ func replayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir str
 	if err != nil {
 		return nil, err
 	}
-	cfg := linear.ScheduledConfig{Name: "replay-" + filepath.Base(path), ReportDir: reportDir}
-	return linear.ReplayInput(ctx, in, searchName(in.Queue.Name), cfg, data)
+	cfg := schedule.Config{Name: "replay-" + filepath.Base(path), ReportDir: reportDir}
+	return schedule.ReplayInput(ctx, in, searchName(in.Queue.Name), cfg, data)
 }
 
 // stressOutcome is one stress run: what it exercised, its measures and report folder, and, on

@@ -1,4 +1,4 @@
-package linear
+package schedule
 
 import (
 	"fmt"
@@ -92,7 +92,7 @@ func choiceWidth(lo, hi int) int {
 
 func chooseBool(c chooser, label string) bool { return c.Choose(0, 1, label) == 1 }
 
-// FuzzInputFile is a fuzz corpus file holding data, in the format `go test` reads.
-func FuzzInputFile(data []byte) []byte {
+// CorpusFile is data as a fuzz corpus file, in the format `go test` reads.
+func CorpusFile(data []byte) []byte {
 	return fmt.Appendf(nil, "go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(data)))
 }

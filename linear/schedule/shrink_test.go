@@ -1,4 +1,4 @@
-package linear
+package schedule
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // whole is a drawn program with all its suffixes, each a list of drawn operations (one or a
 // few program operations each).
 type whole struct {
-	d        *drawn
+	d        *drawnProgram
 	suffixes [][][]program.Op
 }
 
@@ -43,9 +43,9 @@ func shape(p whole) (prefix []string, suffixes [][]string) {
 }
 
 // drawWhole draws a program and all its suffixes, session by session.
-func drawWhole(c chooser, cfg ScheduledConfig) whole {
+func drawWhole(c chooser, cfg Config) whole {
 	p := whole{d: drawProgram(c, cfg, generate.Can{Lock: true})}
-	for s, n := range p.d.lengths {
+	for s, n := range p.d.suffixLengths {
 		var ops [][]program.Op
 		for i := 0; i < n; i++ {
 			ops = append(ops, p.d.next(c, s))
@@ -59,7 +59,7 @@ func drawWhole(c chooser, cfg ScheduledConfig) whole {
 // operation fewer, a prefix operation or one of a session's, and every removable operation
 // has its candidate.
 func TestOpRemovals(t *testing.T) {
-	cfg := ScheduledConfig{Sessions: 3, MaxPrefix: 5, MaxSuffix: 5}
+	cfg := Config{Sessions: 3, MaxPrefix: 5, MaxSuffix: 5}
 	rapid.Check(t, func(t *rapid.T) {
 		rc := &rapidChoices{t: t}
 		p := drawWhole(rc, cfg)

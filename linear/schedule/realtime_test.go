@@ -1,8 +1,7 @@
-package linear
+package schedule
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -14,12 +13,8 @@ import (
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
 	"pgqcheck/sut/suttest"
 )
-
-// The tests that run statements start the shared server on first use; the others never do.
-func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
 
 // scripted makes the choices a test names, by label and in order; every other choice is the
 // plain one (lo), as past the end of a fuzz input.
@@ -106,7 +101,7 @@ func TestRealTimeDraws(t *testing.T) {
 			script[k] = v
 		}
 		ch := &scripted{t: t, want: script}
-		d := &drawn{can: generate.Can{Lock: true}, jobs: 1}
+		d := &drawnProgram{can: generate.Can{Lock: true}, jobs: 1}
 		var got []string
 		for _, op := range d.next(ch, 1) {
 			got = append(got, op.String())
@@ -132,7 +127,7 @@ func TestRealTimeDraws(t *testing.T) {
 // back and replays.
 func TestScheduledRealTimeRun(t *testing.T) {
 	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
-	s := NewScheduler(context.Background(), in, ScheduledConfig{Name: "realtime", ReportDir: t.TempDir()})
+	s := NewScheduler(context.Background(), in, Config{Name: "realtime", ReportDir: t.TempDir()})
 	defer s.Close()
 	rt, rtk := kindAt(t, generate.Suffix, "real-time"), func(k string) int { return kindAt(t, generate.RealTime, k) }
 	ch := &scripted{t: t, want: map[string][]int{
@@ -172,14 +167,14 @@ func TestScheduledRealTimeRun(t *testing.T) {
 	if c := s.Counts; c.RealPauses != 4 || c.PausedMillis < 220 || c.TimedClaims != 2 {
 		t.Errorf("counts: %d pauses (%d ms), %d timed claims; want 4 pauses of at least 220 ms, 2 timed claims", c.RealPauses, c.PausedMillis, c.TimedClaims)
 	}
-	checkWindows(t, s.history, map[time.Duration]int{100 * time.Millisecond: 1, 250 * time.Millisecond: 1, program.LongLease: 1})
-	if v := check.Check(s.history, time.Minute); !v.OK {
+	checkWindows(t, s.lastHistory, map[time.Duration]int{100 * time.Millisecond: 1, 250 * time.Millisecond: 1, program.LongLease: 1})
+	if v := check.Check(s.lastHistory, time.Minute); !v.OK {
 		t.Fatalf("the history does not check: %s", v)
 	}
 
 	// The run's program is its interleaving, the pauses among its lines; it reads back and
 	// replays to the same answers.
-	text := s.ran.Format()
+	text := s.lastProgram.Format()
 	for _, line := range []string{"s0 claim lease 100ms", "s0 pause until 10ms after its lease ends", "s1 begin", "pause 50ms",
 		"s1 claim lease 250ms", "pause 150ms", "s1 complete newest", "s1 commit", "pause 20ms"} {
 		if !slices.Contains(strings.Split(text, "\n"), line) {
@@ -190,8 +185,8 @@ func TestScheduledRealTimeRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the program does not read back: %v\n%s", err, text)
 	}
-	if p.Body() != s.ran.Body() {
-		t.Fatalf("the program reads back as\n%s\nnot\n%s", p.Body(), s.ran.Body())
+	if p.Body() != s.lastProgram.Body() {
+		t.Fatalf("the program reads back as\n%s\nnot\n%s", p.Body(), s.lastProgram.Body())
 	}
 	f, err := s.ReplayProgram(p)
 	if err != nil || f != nil {
@@ -204,8 +199,8 @@ func TestScheduledRealTimeRun(t *testing.T) {
 	// Its choices, as a FuzzScheduled input (fuzz/testdata/fuzz/FuzzScheduled/seed-real-time
 	// holds them), draw and run the same program.
 	s.RunBytes(t, ch.rec.bytes)
-	if s.Last() != nil || s.ran.Body() != p.Body() {
-		t.Fatalf("the choices as input bytes ran\n%s\nnot\n%s", s.ran.Body(), p.Body())
+	if s.Last() != nil || s.lastProgram.Body() != p.Body() {
+		t.Fatalf("the choices as input bytes ran\n%s\nnot\n%s", s.lastProgram.Body(), p.Body())
 	}
 }
 
@@ -215,7 +210,7 @@ func TestScheduledRealTimeRun(t *testing.T) {
 // spanning the pause. A hand-written claim transaction line runs its pauses between its parts.
 func TestScheduledPauseKeepsWaitersInFlight(t *testing.T) {
 	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
-	s := NewScheduler(context.Background(), in, ScheduledConfig{Name: "realtime", ReportDir: t.TempDir()})
+	s := NewScheduler(context.Background(), in, Config{Name: "realtime", ReportDir: t.TempDir()})
 	defer s.Close()
 	p, err := program.Parse(`# mode: scheduled
 # sessions: 3
@@ -258,7 +253,7 @@ s2 begin; pause 20ms; claim lease 250ms; pause 30ms; complete it; commit
 		}
 	}
 	var expiry, claim history.Op
-	for _, o := range s.history.Ops {
+	for _, o := range s.lastHistory.Ops {
 		switch {
 		case o.Input.Kind == model.OpExpire && o.Input.Job == 1 && o.Session == "s2":
 			expiry = o
@@ -271,8 +266,8 @@ s2 begin; pause 20ms; claim lease 250ms; pause 30ms; complete it; commit
 	if end := claim.Input.At.From + 60*time.Millisecond; expiry.Input.At.To == model.Never || expiry.Input.At.To < end {
 		t.Errorf("the expiry's window %s ends before the pause did (%s)", expiry.Input.At, model.Stamp(end))
 	}
-	checkWindows(t, s.history, map[time.Duration]int{100 * time.Millisecond: 1, 250 * time.Millisecond: 1})
-	if v := check.Check(s.history, time.Minute); !v.OK {
+	checkWindows(t, s.lastHistory, map[time.Duration]int{100 * time.Millisecond: 1, 250 * time.Millisecond: 1})
+	if v := check.Check(s.lastHistory, time.Minute); !v.OK {
 		t.Fatalf("the history does not check: %s", v)
 	}
 	if s.Counts.RealPauses != 3 {

@@ -1,4 +1,4 @@
-package linear
+package schedule
 
 import (
 	"flag"
@@ -20,7 +20,7 @@ var updateDecoded = flag.Bool("update-decoded", false, "rewrite testdata/decoded
 // the meaning of the bytes: which kinds, sessions, leases and pauses they stand for, on a queue
 // with and without lock.sql and rescue.sql.
 func TestScheduledCorpusDecodesAsBefore(t *testing.T) {
-	dir := filepath.Join("..", "fuzz", "testdata", "fuzz", "FuzzScheduled")
+	dir := filepath.Join("..", "..", "fuzz", "testdata", "fuzz", "FuzzScheduled")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -44,12 +44,12 @@ func TestScheduledCorpusDecodesAsBefore(t *testing.T) {
 		data := inputs[name]
 		for _, can := range []generate.Can{{Lock: true, Rescue: true}, {}} {
 			c := &byteChoices{data: data}
-			p := drawProgram(c, ScheduledConfig{Sessions: 3, MaxPrefix: 5, MaxSuffix: 5}, can)
+			p := drawProgram(c, Config{Sessions: 3, MaxPrefix: 5, MaxSuffix: 5}, can)
 			fmt.Fprintf(&b, "%s (lock %t, rescue %t):\n", name, can.Lock, can.Rescue)
 			for _, op := range p.prefix {
 				b.WriteString("  " + op.String() + "\n")
 			}
-			for s, n := range p.lengths {
+			for s, n := range p.suffixLengths {
 				for range n {
 					for _, op := range p.next(c, s) {
 						b.WriteString("  | " + op.String() + "\n")
@@ -58,7 +58,7 @@ func TestScheduledCorpusDecodesAsBefore(t *testing.T) {
 			}
 		}
 	}
-	path := filepath.Join("..", "fuzz", "testdata", "decoded", "FuzzScheduled.golden")
+	path := filepath.Join("..", "..", "fuzz", "testdata", "decoded", "FuzzScheduled.golden")
 	got := b.String()
 	if *updateDecoded {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

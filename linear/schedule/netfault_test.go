@@ -1,4 +1,4 @@
-package linear
+package schedule
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // reads back with the fault's line and replays.
 func TestScheduledProxyFaults(t *testing.T) {
 	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
-	s := NewScheduler(context.Background(), in, ScheduledConfig{Name: "proxy", ReportDir: t.TempDir()})
+	s := NewScheduler(context.Background(), in, Config{Name: "proxy", ReportDir: t.TempDir()})
 	defer s.Close()
 	pf := kindAt(t, generate.Suffix, "proxy-fault")
 	for i, k := range faultproxy.Kinds {
@@ -52,16 +52,16 @@ func TestScheduledProxyFaults(t *testing.T) {
 				t.Fatalf("the trace has no line %q", after)
 			}
 			var faults []string
-			for _, f := range s.history.Faults {
+			for _, f := range s.lastHistory.Faults {
 				faults = append(faults, f.Kind+" "+f.Target)
 			}
 			if len(faults) != 1 || faults[0] != string(k)+" s1" {
 				t.Fatalf("the history's faults are %q; want one %s on s1", faults, k)
 			}
 			var claim *history.Op
-			for i, o := range s.history.Ops {
+			for i, o := range s.lastHistory.Ops {
 				if o.Session == "s1" && o.Input.Kind == model.OpClaim {
-					claim = &s.history.Ops[i]
+					claim = &s.lastHistory.Ops[i]
 					break
 				}
 			}
@@ -74,9 +74,9 @@ func TestScheduledProxyFaults(t *testing.T) {
 			if k.Lost() && (claim.Return != history.Never || !hasLine(trace, "s1 claim (strict) -> connection lost")) {
 				t.Fatalf("s1's lost claim returns at %d, not history.Never, or the trace does not say the connection was lost", claim.Return)
 			}
-			p, err := program.Parse(s.ran.Format())
-			if err != nil || p.Body() != s.ran.Body() {
-				t.Fatalf("the program does not read back (%v):\n%s", err, s.ran.Format())
+			p, err := program.Parse(s.lastProgram.Format())
+			if err != nil || p.Body() != s.lastProgram.Body() {
+				t.Fatalf("the program does not read back (%v):\n%s", err, s.lastProgram.Format())
 			}
 			if f, err := s.ReplayProgram(p); err != nil || f != nil {
 				t.Fatalf("the program does not replay (%v):\n%v", err, f)

@@ -1,4 +1,4 @@
-package linear
+package schedule
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ var argLabels = map[string]bool{"prefix op": true, "back": true, "expire by id":
 //
 // It returns the smallest failing run, its Input as the run recorded it, and leaves that run's
 // report folder; nil when data does not fail.
-func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg ScheduledConfig, data []byte) *program.Finding {
+func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg Config, data []byte) *program.Finding {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
 	type run struct {
