@@ -50,13 +50,13 @@ type genOp struct{ gen, call, ret int64 }
 
 // tally is what a history's operations say of each job, as the accounting reads them.
 type tally struct {
-	enqueued        map[int64]bool // an enqueue of the job returned
-	unknownEnqueues int            // enqueues whose outcome is unknown
-	accepted        map[int64][]genOp
-	maybe           map[int64]int // completions whose outcome is unknown
-	final           map[int64]history.Op
-	claims          map[int64][]genOp
-	mentioned       map[int64]bool // claimed, completed or seen
+	enqueued        map[int64]bool       // an enqueue of the job returned
+	unknownEnqueues int                  // enqueues whose outcome is unknown
+	accepted        map[int64][]genOp    // completions that returned 1, by the generation presented
+	maybe           map[int64]int        // completions whose outcome is unknown
+	final           map[int64]history.Op // the job's last observation
+	claims          map[int64][]genOp    // claims that returned the job
+	mentioned       map[int64]bool       // claimed, completed or seen
 }
 
 // tallyOps reads the accepted completions (each by the generation it presented), the claims,

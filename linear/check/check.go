@@ -50,9 +50,9 @@ func (v *Verdict) String() string {
 }
 
 // SettledBudget bounds the linearizability check of a history whose recording or drain already
-// broke a property: the verdict stands, and porcupine only adds which jobs and why. To show a job's
-// history illegal it must try every order, which a queue that hands one job to two workers can
-// make exponential in the claims whose outcome is unknown (seen: the whole minute, on one job).
+// broke a property: the verdict stands, and porcupine only adds which jobs and why. To show a
+// job's history illegal it must try every order, which a queue that hands one job to two
+// workers can make exponential in the claims whose outcome is unknown.
 const SettledBudget = 10 * time.Second
 
 // Check runs every check on a history: its shape, the violations seen while it ran,

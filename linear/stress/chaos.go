@@ -23,12 +23,12 @@ import (
 //
 // It alone uses the installation's admin connection while the run goes on.
 type chaos struct {
-	r      *run
-	rng    *rand.Rand
-	c      *actor // expiries
-	locker *actor
-	reader *record.Client
-	done   map[int64]bool // jobs an earlier snapshot saw done
+	r       *run
+	rng     *rand.Rand
+	expirer *actor         // expires leases
+	locker  *actor         // holds row locks; nil on a queue that cannot lock a row
+	reader  *record.Client // takes the snapshots
+	done    map[int64]bool // jobs an earlier snapshot saw done
 }
 
 // snapshot observes every job, except those an earlier snapshot already saw done: done is
@@ -130,20 +130,20 @@ func (ch *chaos) target() (int64, bool) {
 
 func (ch *chaos) expire() {
 	if id, ok := ch.target(); ok {
-		ch.c.Do(ch.r.ctx, program.Expire{S: ch.c.c.Name, Job: id})
+		ch.expirer.Do(ch.r.ctx, program.Expire{S: ch.expirer.client.Name, Job: id})
 	}
 }
 
 func (ch *chaos) cancel(w *worker) {
-	if pid := w.c.PID(); pid != 0 {
-		ch.r.rec.Fault("cancel", w.c.Label())
+	if pid := w.client.PID(); pid != 0 {
+		ch.r.rec.Fault("cancel", w.client.Label())
 		_ = ch.r.in.Cancel(ch.r.ctx, pid)
 	}
 }
 
 func (ch *chaos) terminate(w *worker) {
-	if pid := w.c.PID(); pid != 0 {
-		ch.r.rec.Fault("terminate", w.c.Label())
+	if pid := w.client.PID(); pid != 0 {
+		ch.r.rec.Fault("terminate", w.client.Label())
 		_ = ch.r.in.Terminate(ch.r.ctx, pid)
 	}
 }
@@ -168,9 +168,9 @@ func (ch *chaos) lock() {
 		}
 	}
 	l := ch.locker
-	name := l.c.Name
+	name := l.client.Name
 	if rs, err := l.Do(ctx, program.Lock{S: name, Job: id}); err != nil || len(rs) == 0 || rs[len(rs)-1].Err != nil {
-		if l.s.InTxn {
+		if l.session.InTxn {
 			l.Do(ctx, program.Rollback{S: name})
 		}
 		return
@@ -179,8 +179,8 @@ func (ch *chaos) lock() {
 	hold := time.Duration(1+ch.rng.IntN(8)) * time.Millisecond
 	for end := time.Now().Add(hold); time.Now().Before(end) && !r.stopped(); {
 		time.Sleep(500 * time.Microsecond)
-		for _, b := range ch.waitingBehind(ctx, l.c.PID()) {
-			w := b.w
+		for _, b := range ch.waitingBehind(ctx, l.client.PID()) {
+			w := b.worker
 			// Judge by the statement the server says is waiting, not by what the client has in
 			// flight: a worker may have moved on to a claim since the server was asked.
 			if b.query == r.in.Queue.Claim && strings.HasPrefix(b.wait, "Lock:") {
@@ -203,7 +203,7 @@ func (ch *chaos) lock() {
 // blocked is a worker whose backend waits behind the locker: the statement it runs and what it
 // waits on.
 type blocked struct {
-	w           *worker
+	worker      *worker
 	query, wait string
 }
 
@@ -221,8 +221,8 @@ func (ch *chaos) waitingBehind(ctx context.Context, pid uint32) []blocked {
 			continue
 		}
 		for _, w := range ch.r.workers {
-			if w.c.PID() == uint32(p) {
-				b.w = w
+			if w.client.PID() == uint32(p) {
+				b.worker = w
 				out = append(out, b)
 			}
 		}
@@ -235,21 +235,21 @@ func (ch *chaos) waitingBehind(ctx context.Context, pid uint32) []blocked {
 // terminated backend; the client records when the lock was gone for sure.
 func (ch *chaos) release(ctx context.Context, id int64) {
 	r, l := ch.r, ch.locker
-	name := l.c.Name
+	name := l.client.Name
 	switch drawKind(ch.rng, generate.ReleaseWeights) {
 	case "commit":
 		l.Do(ctx, program.Commit{S: name})
 	case "rollback":
 		l.Do(ctx, program.Rollback{S: name})
 	case "cancel":
-		r.rec.Fault("cancel", l.c.Label())
-		_ = l.c.CancelIdle(ctx) // on failure the backend is ended: the lock is gone either way
-		l.s.InTxn, l.s.Locks = false, nil
+		r.rec.Fault("cancel", l.client.Label())
+		_ = l.client.CancelIdle(ctx) // on failure the backend is ended: the lock is gone either way
+		l.session.InTxn, l.session.Locks = false, nil
 	case "terminate":
-		r.rec.Fault("terminate", l.c.Label())
-		_ = r.in.Terminate(ctx, l.c.PID())
-		l.c.ConnectionLost()
-		l.s.InTxn, l.s.Locks = false, nil
+		r.rec.Fault("terminate", l.client.Label())
+		_ = r.in.Terminate(ctx, l.client.PID())
+		l.client.ConnectionLost()
+		l.session.InTxn, l.session.Locks = false, nil
 	}
 }
 
@@ -264,7 +264,7 @@ func drawNetFault(rng *rand.Rand) faultproxy.Fault {
 
 // armNetFault arms a proxy fault on a worker's connection: its next statement takes it.
 func (ch *chaos) armNetFault(w *worker) {
-	if w.c.Proxied() {
-		w.c.Inject(drawNetFault(ch.rng))
+	if w.client.Proxied() {
+		w.client.Inject(drawNetFault(ch.rng))
 	}
 }

@@ -22,9 +22,9 @@ type Crasher interface {
 
 // CrashProbeLeases are the leases the crash probe claims just before each crash, one job each,
 // and never completes: leases running across the crash. The short one ends about when the
-// server comes back (a local restart took a quarter to one and a half seconds here, a docker
-// one one to five), and the probe watches its end; the long one outlives any restart, so the
-// restarted server must still show it live.
+// server comes back (a restart takes from a quarter of a second to a few seconds), and the
+// probe watches its end; the long one outlives any restart, so the restarted server must
+// still show it live.
 var CrashProbeLeases = []time.Duration{time.Second, 30 * time.Second}
 
 // watchWithin: the probe watches a lease's end only if it comes this soon after the restart.
@@ -94,7 +94,7 @@ func (r *run) crashRounds(start time.Time) ([]CrashRound, error) {
 // the tokens it was handed.
 func (r *run) claimProbes(probe *actor) []program.Token {
 	var out []program.Token
-	name := probe.c.Name
+	name := probe.client.Name
 	for _, lease := range CrashProbeLeases {
 		// A job of its own first, so that the claim finds one even when the workers
 		// have emptied the queue; a few times, since a worker may take it first.
@@ -103,7 +103,7 @@ func (r *run) claimProbes(probe *actor) []program.Token {
 				r.noteEnqueued(res.Out.Job)
 			}
 			if res := probe.one(r.ctx, program.Claim{S: name, Lease: lease}); res.Err == nil && res.Out.Found {
-				out = append(out, probe.s.Tokens[len(probe.s.Tokens)-1])
+				out = append(out, probe.session.Tokens[len(probe.session.Tokens)-1])
 				break
 			}
 		}

@@ -23,6 +23,6 @@ const RescueEvery = 20 * time.Millisecond
 func (r *run) rescue(resc *rescuer) {
 	for !r.stopped() {
 		time.Sleep(time.Duration(resc.rng.Int64N(int64(RescueEvery))))
-		resc.one(r.ctx, program.Rescue{S: resc.c.Name})
+		resc.one(r.ctx, program.Rescue{S: resc.client.Name})
 	}
 }

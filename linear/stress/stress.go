@@ -119,7 +119,7 @@ func (r *run) dialChaos(rng *rand.Rand) (*chaos, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch.c = newActor(c, r.in.Queue)
+	ch.expirer = newActor(c, r.in.Queue)
 	if ch.reader, err = r.dial("reader", nil); err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (r *run) drain() error {
 	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
-	d.w.Jobs, d.w.Lease, d.strict = ids, r.cfg.Lease, true
+	d.world.Jobs, d.world.Lease, d.strict = ids, r.cfg.Lease, true
 	if err := (program.Drain{S: drainer.Name}).Run(ctx, d); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}

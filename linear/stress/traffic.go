@@ -23,10 +23,10 @@ func drawKind(rng *rand.Rand, w generate.Weights) string { return w.At(rng.IntN(
 // resolve against (its own session's tokens and transaction). Stress traffic runs the program
 // package's operations, as the other modes do.
 type actor struct {
-	c      *record.Client
-	w      *program.World
-	s      *program.Session
-	strict bool // its claims run alone (the drain)
+	client  *record.Client
+	world   *program.World
+	session *program.Session
+	strict  bool // its claims run alone (the drain)
 	// halt cuts its pauses short when the run stops (nil: never).
 	halt <-chan struct{}
 	// The real-time pauses its procedures made and how long they lasted.
@@ -37,25 +37,25 @@ type actor struct {
 func newActor(c *record.Client, q *sut.Queue) *actor {
 	w := program.NewWorld(q, c.Name)
 	w.Clock = c.Clock()
-	return &actor{c: c, w: w, s: w.Sessions[0]}
+	return &actor{client: c, world: w, session: w.Sessions[0]}
 }
 
-func (a *actor) World() *program.World { return a.w }
+func (a *actor) World() *program.World { return a.world }
 
 // Do runs a step's statements on the actor's client, one after another.
 func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, error) {
 	var out []program.Result
-	for _, st := range op.Stmts(a.w) {
+	for _, st := range op.Stmts(a.world) {
 		if a.strict {
 			st, _ = program.Strictly(st)
 		}
 		f := &record.Flight{Stmt: st}
-		r, _, err := a.c.Do(ctx, f)
+		r, _, err := a.client.Do(ctx, f)
 		if err != nil {
 			return out, err
 		}
-		a.w.Apply(a.s, st, r, f.At)
-		a.c.SyncHolding(a.s)
+		a.world.Apply(a.session, st, r, f.At)
+		a.client.SyncHolding(a.session)
 		out = append(out, r)
 	}
 	return out, nil
@@ -197,9 +197,9 @@ type worker struct {
 
 func (r *run) work(w *worker) {
 	ctx := r.ctx
-	name := w.c.Name
+	name := w.client.Name
 	for !r.stopped() {
-		if w.s.Holding {
+		if w.session.Holding {
 			// A worker of a queue whose claims hold a transaction works one job at a time: the
 			// one it holds (after presenting an older token) is completed first.
 			w.one(ctx, program.Complete{S: name})
@@ -214,17 +214,17 @@ func (r *run) work(w *worker) {
 			continue
 		}
 		// Older tokens are what a restarted worker might still present; four are enough.
-		if n := len(w.s.Tokens); n > 4 {
-			w.s.Tokens = w.s.Tokens[n-4:]
+		if n := len(w.session.Tokens); n > 4 {
+			w.session.Tokens = w.session.Tokens[n-4:]
 		}
 		if !res.Out.Found {
-			if n := len(w.s.Tokens); n > 0 && w.rng.IntN(4) == 0 {
+			if n := len(w.session.Tokens); n > 0 && w.rng.IntN(4) == 0 {
 				w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(n)})
 			}
 			r.backoff(w.rng)
 			continue
 		}
-		t := w.s.Tokens[len(w.s.Tokens)-1]
+		t := w.session.Tokens[len(w.session.Tokens)-1]
 		r.noteClaim(t)
 		if hold := w.hold(lease != r.cfg.Lease); hold != nil {
 			w.paused.Store(&t)
@@ -242,13 +242,13 @@ func (r *run) work(w *worker) {
 			w.one(ctx, program.Complete{S: name})
 		case "crash": // forget every token; the jobs wait for an expiry or the drain
 			w.Do(ctx, program.Crash{W: name})
-			if w.w.TxBound {
+			if w.world.TxBound {
 				// A worker whose claims hold its transaction dies with its connection.
-				_ = w.c.Crash(ctx)
-				w.s.Holding = false
+				_ = w.client.Crash(ctx)
+				w.session.Holding = false
 			}
 		case "complete older": // a restarted worker presenting an older token
-			w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(len(w.s.Tokens))})
+			w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(len(w.session.Tokens))})
 		}
 	}
 }
@@ -263,9 +263,9 @@ func (w *worker) hold(timed bool) program.Procedure {
 	margin := generate.NearMargins[w.rng.IntN(len(generate.NearMargins))]
 	switch drawKind(w.rng, generate.TimedHoldWeights) {
 	case "until before its end":
-		return program.Near{W: w.c.Name, Margin: margin}
+		return program.Near{W: w.client.Name, Margin: margin}
 	case "until after its end":
-		return program.Near{W: w.c.Name, Margin: margin, After: true}
+		return program.Near{W: w.client.Name, Margin: margin, After: true}
 	case "pause":
 		return program.Sleep{D: generate.RealPauses[w.rng.IntN(len(generate.RealPauses))]}
 	}
@@ -298,7 +298,7 @@ func (r *run) enqueue(a *actor) {
 			continue
 		}
 		n++
-		if res := a.one(r.ctx, program.Enqueue{S: a.c.Name, N: 1}); res.Err == nil {
+		if res := a.one(r.ctx, program.Enqueue{S: a.client.Name, N: 1}); res.Err == nil {
 			r.noteEnqueued(res.Out.Job)
 		}
 	}
