@@ -14,7 +14,11 @@ import (
 	"pgregory.net/rapid"
 
 	"pgqcheck/campaign"
-	"pgqcheck/linear"
+	"pgqcheck/linear/check"
+	"pgqcheck/linear/history"
+	"pgqcheck/linear/report"
+	"pgqcheck/linear/schedule"
+	"pgqcheck/linear/stress"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
@@ -43,7 +47,7 @@ func TestLinearStress(t *testing.T) {
 				return c.Completions == 0 || c.RejectedCompletions == 0 || c.Expiries == 0 || c.TimedClaims == 0 && timedLeases || c.Locks == 0 && q.CanLock()
 			}
 			for try, d := 0, *stressFor; ; try, d = try+1, 2*d {
-				res, err := linear.Stress(context.Background(), in, linear.StressConfig{Duration: d, PassDir: t.TempDir()})
+				res, err := stress.Run(context.Background(), in, stress.Config{Duration: d, PassDir: t.TempDir()})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -72,9 +76,9 @@ func TestLinearStress(t *testing.T) {
 
 // checkMeasures: a stress run's report folder has its measures page, and the measures agree
 // with the run's own counts (a second way of counting the same history).
-func checkMeasures(t *testing.T, res *linear.Result) {
+func checkMeasures(t *testing.T, res *stress.Result) {
 	t.Helper()
-	for _, f := range []string{linear.ReportMeasures, linear.ReportMeasuresJSON, linear.ReportHistory} {
+	for _, f := range []string{report.MeasuresFile, report.MeasuresJSONFile, report.HistoryFile} {
 		if st, err := os.Stat(filepath.Join(res.ReportDir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("the run's report folder has no %s: %v", f, err)
 		}
@@ -104,8 +108,8 @@ func TestLinearScheduled(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			in := suttest.Install(t, q)
-			cfg := linear.ScheduledConfig{Name: q.Name}
-			s := linear.NewScheduler(ctx, in, cfg)
+			cfg := schedule.Config{Name: q.Name}
+			s := schedule.NewScheduler(ctx, in, cfg)
 			defer s.Close()
 			// A failure is kept as a scheduled program in the corpus, where TestPropPrograms
 			// replays it on every go test, after its operations are reduced.
@@ -125,7 +129,7 @@ func TestLinearScheduled(t *testing.T) {
 			defer func() {
 				if f := s.Last(); t.Failed() && f != nil {
 					s.Close()
-					if saveFinding(t, linear.ReduceScheduled(ctx, in, cfg, f, *reduceFor)) != first && first != "" {
+					if saveFinding(t, schedule.Reduce(ctx, in, cfg, f, *reduceFor)) != first && first != "" {
 						_ = os.Remove(first) // the reduced program replaces it
 					}
 				}
@@ -209,7 +213,7 @@ func TestMutants(t *testing.T) {
 				var g *program.Finding
 				var err error
 				caught := m.Retry(func() bool {
-					g, err = linear.ReplayProgram(ctx, in, linear.ScheduledConfig{Name: r.Mutant, ReportDir: t.TempDir()}, f.Program)
+					g, err = schedule.ReplayProgram(ctx, in, schedule.Config{Name: r.Mutant, ReportDir: t.TempDir()}, f.Program)
 					return err != nil || g != nil && g.Property() == f.Property()
 				})
 				switch {
@@ -231,17 +235,17 @@ func checkReport(t *testing.T, f *program.Finding) {
 	if f.ReportDir == "" {
 		t.Fatal("no report folder")
 	}
-	h, err := linear.Load(filepath.Join(f.ReportDir, linear.ReportHistory))
+	h, err := history.Load(filepath.Join(f.ReportDir, report.HistoryFile))
 	if err != nil {
 		t.Fatalf("report folder: %v", err)
 	}
-	v := linear.Check(h, time.Minute)
+	v := check.Check(h, time.Minute)
 	if v.OK || v.Violation == nil || v.Violation.Property != f.Property() {
 		t.Fatalf("the saved history does not fail again with %s: %s", f.Property(), v)
 	}
-	must := []string{linear.ReportHistory, linear.ReportVerdict}
+	must := []string{report.HistoryFile, report.VerdictFile}
 	if v.Job != 0 {
-		must = append(must, linear.ReportJob, linear.ReportTimeline)
+		must = append(must, report.JobFile, report.TimelineFile)
 	}
 	for _, name := range must {
 		if _, err := os.Stat(filepath.Join(f.ReportDir, name)); err != nil {
@@ -249,7 +253,7 @@ func checkReport(t *testing.T, f *program.Finding) {
 		}
 	}
 	if v.Culprit != "" {
-		html, _ := os.ReadFile(filepath.Join(f.ReportDir, linear.ReportTimeline))
+		html, _ := os.ReadFile(filepath.Join(f.ReportDir, report.TimelineFile))
 		want, _ := json.Marshal(v.Culprit)
 		if !strings.Contains(string(html), strings.Trim(string(want), `"`)) {
 			t.Fatalf("the timeline does not show the culprit %q", v.Culprit)
@@ -261,10 +265,10 @@ func checkReport(t *testing.T, f *program.Finding) {
 // the verdict it records ("ok", or "property N"). With PGQCHECK_HISTORY=FILE it re-checks that
 // one file instead, prints the verdict and writes a timeline.
 func TestLinearHistories(t *testing.T) {
-	if path := os.Getenv(linear.EnvHistory); path != "" {
+	if path := os.Getenv(report.EnvHistory); path != "" {
 		name := filepath.Base(filepath.Dir(path)) + "-" + strings.TrimSuffix(filepath.Base(path), ".json")
 		html := filepath.Join(os.TempDir(), "pgqcheck-timeline-"+name+".html")
-		v, err := linear.CheckFile(path, html)
+		v, err := report.CheckFile(path, html)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,11 +284,11 @@ func TestLinearHistories(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
-			h, err := linear.Load(f)
+			h, err := history.Load(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := linear.Check(h, time.Minute)
+			v := check.Check(h, time.Minute)
 			switch {
 			case h.Expect == "ok" && !v.OK:
 				t.Fatalf("a legal history is rejected: %s\n%s", v, v.Explanation)
@@ -306,11 +310,11 @@ func BenchmarkLinearRecording(b *testing.B) {
 	in := suttest.Install(b, suttest.Queues(b)[0])
 	const workers, d = 3, 2 * time.Second
 	for b.Loop() {
-		raw, err := linear.Throughput(context.Background(), in, workers, d, false)
+		raw, err := stress.Throughput(context.Background(), in, workers, d, false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		rec, err := linear.Throughput(context.Background(), in, workers, d, true)
+		rec, err := stress.Throughput(context.Background(), in, workers, d, true)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/linear"
+	"pgqcheck/linear/report"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
@@ -395,7 +395,7 @@ func TestCampaignStressFinding(t *testing.T) {
 	}
 	// The failing round's folder has its measures page, the report the round's measures, and
 	// the written report a copy of the page beside its JSON.
-	if _, err := os.Stat(filepath.Join(f.ReportDir, linear.ReportMeasures)); err != nil {
+	if _, err := os.Stat(filepath.Join(f.ReportDir, report.MeasuresFile)); err != nil {
 		t.Errorf("the failing round's report folder has no measures page: %v", err)
 	}
 	st := rep.Stress

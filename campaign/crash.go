@@ -5,11 +5,11 @@ import (
 	"sync"
 	"time"
 
-	"pgqcheck/linear"
+	"pgqcheck/linear/stress"
 )
 
 // Crash rounds (Config.Crash): every stress round kills the server with SIGKILL once during
-// its traffic and restarts it on the same data directory (linear.StressConfig.Crash). The
+// its traffic and restarts it on the same data directory (stress.Config.Crash). The
 // server is every worker's, so a crash campaign runs stress rounds only, with one worker, on a
 // server started in crash mode (pgserver.Options.Crash).
 
@@ -21,7 +21,7 @@ type CrashTally struct {
 	TotalDownS   float64 `json:"total_down_s"`
 }
 
-func (t *CrashTally) add(cs []linear.Crash) {
+func (t *CrashTally) add(cs []stress.CrashRound) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, c := range cs {

@@ -15,6 +15,10 @@ import (
 	"time"
 
 	"pgqcheck/internal/rapidrun"
+	"pgqcheck/linear/history"
+	"pgqcheck/linear/report"
+	"pgqcheck/linear/schedule"
+	"pgqcheck/linear/stress"
 
 	"pgregory.net/rapid"
 
@@ -22,7 +26,6 @@ import (
 	"pgqcheck/fuzz"
 	"pgqcheck/internal/testflags"
 	"pgqcheck/internal/textfmt"
-	"pgqcheck/linear"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sequential"
@@ -221,17 +224,17 @@ func (e *seqEngine) Replay(ctx context.Context, p *program.Program) (*program.Fi
 // schedEngine is scheduled mode on one installed queue: rapid draws a sequential prefix, two
 // or three concurrent suffixes and the interleaving, so a failure replays and shrinks.
 type schedEngine struct {
-	s    *linear.Scheduler
+	s    *schedule.Scheduler
 	in   *sut.Installed
-	cfg  linear.ScheduledConfig
+	cfg  schedule.Config
 	name string
 }
 
 // newSchedEngine prepares scheduled mode; a failing run's report folder goes under reportDir
 // (named after name, rewritten by each failing run, so what is left is the last one's).
 func newSchedEngine(ctx context.Context, in *sut.Installed, name, reportDir string) *schedEngine {
-	cfg := linear.ScheduledConfig{Name: name, ReportDir: reportDir}
-	return &schedEngine{s: linear.NewScheduler(ctx, in, cfg), in: in, cfg: cfg, name: searchName(name)}
+	cfg := schedule.Config{Name: name, ReportDir: reportDir}
+	return &schedEngine{s: schedule.NewScheduler(ctx, in, cfg), in: in, cfg: cfg, name: searchName(name)}
 }
 
 func (e *schedEngine) Close() { e.s.Close() }
@@ -258,7 +261,7 @@ func (e *schedEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally
 		return nil, st, fmt.Errorf("a scheduled run failed without breaking a property: %s", textfmt.OneLine(out))
 	}
 	if shrink {
-		f = linear.ReduceScheduled(ctx, e.in, e.cfg, f, rs.ShrinkTime)
+		f = schedule.Reduce(ctx, e.in, e.cfg, f, rs.ShrinkTime)
 	}
 	f.Checks = st.Checks
 	f.Flaky = st.Flaky
@@ -272,8 +275,8 @@ func replayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir str
 	if err != nil {
 		return nil, err
 	}
-	cfg := linear.ScheduledConfig{Name: "replay-" + filepath.Base(path), ReportDir: reportDir}
-	return linear.ReplayInput(ctx, in, searchName(in.Queue.Name), cfg, data)
+	cfg := schedule.Config{Name: "replay-" + filepath.Base(path), ReportDir: reportDir}
+	return schedule.ReplayInput(ctx, in, searchName(in.Queue.Name), cfg, data)
 }
 
 // stressOutcome is one stress run: what it exercised, its measures and report folder, and, on
@@ -288,14 +291,14 @@ type stressOutcome struct {
 	Finding   *program.Finding
 	// NotPromised is the first thing the run saw the queue do that it does not promise.
 	NotPromised *program.Finding
-	Crashes     []linear.Crash // its crash rounds, when it crashed the server
+	Crashes     []stress.CrashRound // its crash rounds, when it crashed the server
 }
 
 // runStress runs free-running concurrent traffic with injected faults for d, then a drain and
 // the checks. A failing run's report folder goes under reportDir; a passing one's is written
 // to passDir (replacing the one before) when passDir is set.
-func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir, passDir string, crash linear.Crasher) (*stressOutcome, error) {
-	res, err := linear.Stress(ctx, in, linear.StressConfig{Duration: d, Seed: seed, ReportDir: reportDir, PassDir: passDir, Crash: crash})
+func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir, passDir string, crash stress.Crasher) (*stressOutcome, error) {
+	res, err := stress.Run(ctx, in, stress.Config{Duration: d, Seed: seed, ReportDir: reportDir, PassDir: passDir, Crash: crash})
 	if err != nil {
 		return nil, err
 	}
@@ -318,11 +321,11 @@ func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Durat
 // saveFailingHistory saves the failing job's history of a report folder (the whole one when no
 // single job is to blame) as dst, marked with the property the checker must keep rejecting.
 func saveFailingHistory(reportDir, dst string, p model.Property) error {
-	src := filepath.Join(reportDir, linear.ReportJob)
+	src := filepath.Join(reportDir, report.JobFile)
 	if _, err := os.Stat(src); err != nil {
-		src = filepath.Join(reportDir, linear.ReportHistory)
+		src = filepath.Join(reportDir, report.HistoryFile)
 	}
-	h, err := linear.Load(src)
+	h, err := history.Load(src)
 	if err != nil {
 		return fmt.Errorf("reading the failing history: %v", err)
 	}
@@ -346,7 +349,7 @@ type HistoryVerdict struct {
 // porcupine's timeline. A nil verdict means the file is not a history; a non-nil error with a
 // verdict means only the timeline could not be written.
 func CheckHistory(path, htmlOut string) (*HistoryVerdict, error) {
-	v, err := linear.CheckFile(path, htmlOut)
+	v, err := report.CheckFile(path, htmlOut)
 	if v == nil {
 		return nil, err
 	}

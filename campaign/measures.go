@@ -4,7 +4,8 @@ import (
 	"fmt"
 
 	"pgqcheck/internal/textfmt"
-	"pgqcheck/linear"
+	"pgqcheck/linear/history"
+	"pgqcheck/linear/report"
 	"pgqcheck/timeline"
 )
 
@@ -12,9 +13,9 @@ import (
 // `pgqcheck check-history FILE -measures OUT.html` writes. An unreadable history is an
 // *InputError.
 func MeasuresPage(path, htmlOut string) (*timeline.Measures, error) {
-	h, err := linear.Load(path)
+	h, err := history.Load(path)
 	if err != nil {
 		return nil, &InputError{fmt.Sprintf("%s is not a history (%s); pass a history.json from a report folder", path, textfmt.OneLine(err.Error()))}
 	}
-	return linear.WriteMeasures(h, htmlOut)
+	return report.WriteMeasures(h, htmlOut)
 }

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/linear"
+	"pgqcheck/linear/report"
+	"pgqcheck/linear/stress"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -45,7 +46,7 @@ type Worker struct {
 	Saver     *Saver
 	// Crash is the server a stress round crashes and restarts (nil: none), and Crashes
 	// counts those rounds.
-	Crash   linear.Crasher
+	Crash   stress.Crasher
 	Crashes *CrashTally
 }
 
@@ -62,7 +63,7 @@ type Hunter interface {
 // properties see and what only concurrency shows.
 const AllModes = "all"
 
-var modes = map[string]Mode{"sequential": sequentialMode{}, "lease-time": sequentialMode{realTime: true}, "stress": stress{}, "scheduled": scheduled{}}
+var modes = map[string]Mode{"sequential": sequentialMode{}, "lease-time": sequentialMode{realTime: true}, "stress": stressMode{}, "scheduled": scheduled{}}
 
 // ModeNames lists the modes, for flags' help.
 func ModeNames() string {
@@ -158,20 +159,20 @@ func (h *seqHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	return []*Failure{fl}, h.w.Saver.keepProgram(fl, f, h.w.Queue)
 }
 
-// stress is free-running concurrent traffic with injected faults, then a drain, with the whole
+// stressMode is free-running concurrent traffic with injected faults, then a drain, with the whole
 // history checked for linearizability and total-queue accounting. Each round is one such run.
-type stress struct{}
+type stressMode struct{}
 
-func (stress) Name() string { return "stress" }
+func (stressMode) Name() string { return "stress" }
 
-func (stress) Properties() []model.Property {
+func (stressMode) Properties() []model.Property {
 	return program.ConcurrentProperties
 }
 
 // stressRound is how long a round's traffic runs; the drain and the check come on top.
 const stressRound = 2 * time.Second
 
-func (stress) Start(ctx context.Context, w *Worker) (Hunter, error) {
+func (stressMode) Start(ctx context.Context, w *Worker) (Hunter, error) {
 	dir := filepath.Join(w.Saver.Reports, "histories")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %v", dir, PathCause(err))
@@ -206,7 +207,7 @@ func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		}
 		if o.Measures != nil && o.ReportDir != "" {
 			h.w.Tally.setStress(&StressRound{Worker: h.w.Index, Round: n, Seed: o.Seed, ReportDir: o.ReportDir,
-				Page: filepath.Join(o.ReportDir, linear.ReportMeasures), Measures: o.Measures})
+				Page: filepath.Join(o.ReportDir, report.MeasuresFile), Measures: o.Measures})
 		}
 	}
 	if err != nil || o.Finding == nil {

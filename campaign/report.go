@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"pgqcheck/internal/textfmt"
-	"pgqcheck/linear"
+	"pgqcheck/linear/report"
 	"pgqcheck/model"
 	"pgqcheck/plan"
 	"pgqcheck/program"
@@ -362,7 +362,7 @@ func (f *Failure) summary(p printer, n int) {
 		p("    model now: %s", f.Model)
 	}
 	if f.ReportDir != "" {
-		p("    report: %s (%s, %s, %s)", f.ReportDir, linear.ReportTimeline, linear.ReportMeasures, linear.ReportVerdict)
+		p("    report: %s (%s, %s, %s)", f.ReportDir, report.TimelineFile, report.MeasuresFile, report.VerdictFile)
 	}
 	if f.ProgramFile != "" {
 		p("    program: %s", f.ProgramFile)

@@ -14,7 +14,7 @@ import (
 
 	"pgqcheck/corpus"
 	"pgqcheck/fuzz"
-	"pgqcheck/linear"
+	"pgqcheck/linear/schedule"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 )
@@ -90,7 +90,7 @@ func (s *Saver) keepFuzzInput(fl *Failure, data []byte, q *sut.Queue) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving the fuzz input: %v", PathCause(err))
 	}
-	if err := os.WriteFile(path, linear.FuzzInputFile(data), 0o644); err != nil {
+	if err := os.WriteFile(path, schedule.CorpusFile(data), 0o644); err != nil {
 		return fmt.Errorf("saving the fuzz input: %v", PathCause(err))
 	}
 	fl.FuzzFile = path

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"time"
 
-	"pgqcheck/linear"
+	"pgqcheck/linear/schedule"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sequential"
@@ -64,7 +64,7 @@ type Replayer struct {
 	ReportDir string
 
 	ownEnv bool
-	sched  *linear.Scheduler
+	sched  *schedule.Scheduler
 	trace  string
 }
 
@@ -76,7 +76,7 @@ func (r *Replayer) Trace() string { return r.trace }
 func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Finding, error) {
 	if p.Mode() == program.Scheduled {
 		if r.sched == nil {
-			r.sched = linear.NewScheduler(ctx, r.In, linear.ScheduledConfig{Name: "replay-" + r.In.Queue.Name, ReportDir: r.ReportDir})
+			r.sched = schedule.NewScheduler(ctx, r.In, schedule.Config{Name: "replay-" + r.In.Queue.Name, ReportDir: r.ReportDir})
 		}
 		f, err := r.sched.ReplayProgram(p)
 		r.trace = r.sched.Trace()

@@ -9,8 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"pgqcheck/linear"
-
+	"pgqcheck/linear/schedule"
 	"pgqcheck/model"
 )
 
@@ -104,11 +103,11 @@ func Corpus() []Entry {
 var CorpusDir = filepath.Join("testdata", "fuzz", "FuzzQueue")
 
 // ScheduledCorpusDir holds FuzzScheduled's seed corpus: scheduled runs' choices, each the shrunk
-// run that catches one mutant (see linear.Scheduler.RunBytes).
+// run that catches one mutant (see schedule.Scheduler.RunBytes).
 var ScheduledCorpusDir = filepath.Join("testdata", "fuzz", "FuzzScheduled")
 
 // FileContent is a corpus file in the format `go test` reads (go test fuzz v1).
-func FileContent(steps []Step) []byte { return linear.FuzzInputFile(Encode(steps)) }
+func FileContent(steps []Step) []byte { return schedule.CorpusFile(Encode(steps)) }
 
 // ReadInputFile reads a corpus file holding one []byte, as `go test` and the fuzzer write them.
 func ReadInputFile(path string) ([]byte, error) {

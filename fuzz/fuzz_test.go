@@ -16,7 +16,7 @@ import (
 	"pgqcheck/fuzz"
 	_ "pgqcheck/goqueues" // the Go queues and their mutants
 	"pgqcheck/internal/testflags"
-	"pgqcheck/linear"
+	"pgqcheck/linear/schedule"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
@@ -65,7 +65,7 @@ var proc struct {
 	sync.Mutex
 	installs map[string]*sut.Installed
 	env      *sequential.Env
-	sched    *linear.Scheduler
+	sched    *schedule.Scheduler
 }
 
 // processInstall installs the queue under test (PGQCHECK_SQL_DIR's, else the seed) in a

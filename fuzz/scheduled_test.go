@@ -10,7 +10,7 @@ import (
 
 	"pgqcheck/fuzz"
 	"pgqcheck/internal/testflags"
-	"pgqcheck/linear"
+	"pgqcheck/linear/schedule"
 	"pgqcheck/mutant"
 	"pgqcheck/program"
 	"pgqcheck/sequential"
@@ -20,7 +20,7 @@ import (
 
 // FuzzScheduled runs scheduled mode with its choices read from the input, one byte a choice:
 // the sessions, the sequential prefix, each session's operations, the interleaving and the
-// faults (see linear.Scheduler.RunBytes). The run's history is checked for linearizability
+// faults (see schedule.Scheduler.RunBytes). The run's history is checked for linearizability
 // after a drain. Its seed corpus (testdata/fuzz/FuzzScheduled) holds, for each mutant the
 // Linear suite must catch, the shrunk run that catches it; a correct queue passes them all.
 func FuzzScheduled(f *testing.F) {
@@ -29,7 +29,7 @@ func FuzzScheduled(f *testing.F) {
 	})
 }
 
-func processScheduler(t *testing.T) *linear.Scheduler {
+func processScheduler(t *testing.T) *schedule.Scheduler {
 	t.Helper()
 	proc.Lock()
 	defer proc.Unlock()
@@ -37,7 +37,7 @@ func processScheduler(t *testing.T) *linear.Scheduler {
 		// The scheduler outlives any one input. A failing run's report stays in the temporary
 		// folder for the reader, one per fuzzing process so that they do not overwrite each other.
 		name := fmt.Sprintf("fuzz-%d", os.Getpid())
-		proc.sched = linear.NewScheduler(context.Background(), processInstall(t, "FuzzScheduled"), linear.ScheduledConfig{Name: name})
+		proc.sched = schedule.NewScheduler(context.Background(), processInstall(t, "FuzzScheduled"), schedule.Config{Name: name})
 	}
 	return proc.sched
 }
@@ -62,13 +62,13 @@ func TestScheduledCorpus(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			path := filepath.Join(fuzz.ScheduledCorpusDir, "mutant-"+m.Name)
 			in := suttest.Install(t, m.Queue)
-			cfg := linear.ScheduledConfig{Name: m.Name, ReportDir: t.TempDir()}
+			cfg := schedule.Config{Name: m.Name, ReportDir: t.TempDir()}
 			replay := func() (*program.Finding, error) {
 				data, err := fuzz.ReadInputFile(path)
 				if err != nil {
 					return nil, err
 				}
-				return linear.ReplayInput(ctx, in, t.Name(), cfg, data)
+				return schedule.ReplayInput(ctx, in, t.Name(), cfg, data)
 			}
 			var f *program.Finding
 			var err error
@@ -92,20 +92,20 @@ func TestScheduledCorpus(t *testing.T) {
 }
 
 // regenerate searches scheduled mode on a mutant and writes the failing run, shrunk by rapid
-// and then by linear.ShrinkInput, to path.
-func regenerate(t *testing.T, in *sut.Installed, cfg linear.ScheduledConfig, path string) {
+// and then by schedule.ShrinkInput, to path.
+func regenerate(t *testing.T, in *sut.Installed, cfg schedule.Config, path string) {
 	defer testflags.Defaults(map[string]string{"rapid.nofailfile": "true", "rapid.checks": "500", "rapid.shrinktime": "20s"})()
-	f, err := linear.SearchScheduled(context.Background(), in, t.Name(), cfg)
+	f, err := schedule.Search(context.Background(), in, t.Name(), cfg)
 	if err != nil || f == nil {
 		t.Fatalf("scheduled mode did not catch %s (%v)", in.Queue.Name, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if small := linear.ShrinkInput(context.Background(), in, t.Name(), cfg, f.FuzzInput); small != nil {
+	if small := schedule.ShrinkInput(context.Background(), in, t.Name(), cfg, f.FuzzInput); small != nil {
 		f = small
 	}
-	if err := os.WriteFile(path, linear.FuzzInputFile(f.FuzzInput), 0o644); err != nil {
+	if err := os.WriteFile(path, schedule.CorpusFile(f.FuzzInput), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -118,7 +118,7 @@ func TestScheduledCorpusRealTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := linear.NewScheduler(context.Background(), suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue)), linear.ScheduledConfig{Name: "real-time", ReportDir: t.TempDir()})
+	s := schedule.NewScheduler(context.Background(), suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue)), schedule.Config{Name: "real-time", ReportDir: t.TempDir()})
 	defer s.Close()
 	s.RunBytes(t, data)
 	if c := s.Counts; c.TimedClaims < 2 || c.RealPauses < 4 {
@@ -131,7 +131,7 @@ func TestScheduledCorpusRealTime(t *testing.T) {
 // checks included (what -fuzz does per input, without the fuzzer's own bookkeeping).
 func BenchmarkFuzzScheduledExec(b *testing.B) {
 	in := suttest.Install(b, sut.MustBuiltin(sut.DefaultQueue))
-	s := linear.NewScheduler(context.Background(), in, linear.ScheduledConfig{Name: "bench", ReportDir: b.TempDir()})
+	s := schedule.NewScheduler(context.Background(), in, schedule.Config{Name: "bench", ReportDir: b.TempDir()})
 	defer s.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	input := make([]byte, 64)
@@ -160,7 +160,7 @@ func TestCorporaHoldOnCorrectQueues(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f, err := linear.ReplayInput(ctx, in, t.Name(), linear.ScheduledConfig{Name: name, ReportDir: t.TempDir()}, data)
+				f, err := schedule.ReplayInput(ctx, in, t.Name(), schedule.Config{Name: name, ReportDir: t.TempDir()}, data)
 				switch {
 				case err != nil:
 					t.Errorf("%s on the correct queue %s: %v", path, name, err)

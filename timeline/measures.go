@@ -4,8 +4,9 @@
 // windows, as one self-contained HTML page.
 //
 // It reads a run as a list of operations and faults on one clock and knows nothing of how
-// they were recorded: package linear turns its History into a Run. That keeps the dependency
-// one way (linear writes the page into its reports; this package never imports linear).
+// they were recorded: package linear/report turns a history.History into a Run. That keeps the
+// dependency one way (report writes the page into its folders; this package never imports the
+// linear packages).
 package timeline
 
 import (
@@ -20,7 +21,7 @@ import (
 	"pgqcheck/program"
 )
 
-// Never is the return time of an operation whose answer never came back (linear.Never).
+// Never is the return time of an operation whose answer never came back (history.Never).
 const Never int64 = math.MaxInt64
 
 // Op is one operation of a run, on the run's clock.

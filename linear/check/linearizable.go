@@ -1,0 +1,178 @@
+package check
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"pgqcheck/linear/history"
+	"pgqcheck/model"
+)
+
+// JobModel is the queue's porcupine model for one job's operations.
+func JobModel(sh model.Shape) porcupine.Model {
+	m := sh.Porcupine()
+	m.Partition = nil
+	return m
+}
+
+// checkLinearizable checks each job's operations with porcupine, a few jobs at a time, and
+// explains the first job (lowest id) that has no linearization.
+func checkLinearizable(h *history.History, timeout time.Duration, v *Verdict) *model.Violation {
+	parts := model.PartitionByJob(h.Porcupine())
+	v.Jobs = len(parts)
+	m := JobModel(h.Shape)
+	deadline := time.Now().Add(timeout)
+	results := make([]porcupine.CheckResult, len(parts))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				left := time.Until(deadline)
+				if left <= 0 {
+					results[i] = porcupine.Unknown
+					continue
+				}
+				results[i] = porcupine.CheckOperationsTimeout(m, parts[i], left)
+			}
+		}()
+	}
+	for i := range parts {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var found *model.Violation
+	var bad []string
+	for i, r := range results {
+		switch r {
+		case porcupine.Unknown:
+			v.Inconclusive = true
+		case porcupine.Illegal:
+			job := partitionJob(parts[i])
+			if found == nil {
+				found = explain(m, h.Shape, job, parts[i], time.Until(deadline), v)
+				v.Job = job
+			}
+			if len(bad) < 20 {
+				bad = append(bad, fmt.Sprint(job))
+			} else if len(bad) == 20 {
+				bad = append(bad, "...")
+			}
+		}
+	}
+	if len(bad) > 0 {
+		v.Problems = append(v.Problems, fmt.Sprintf("not linearizable (property %d): the histories of jobs %s", model.PLinearizable, strings.Join(bad, ", ")))
+	}
+	return found
+}
+
+// phantom reports whether an operation is a copy of an unknown-outcome claim or enqueue that
+// named no job (see model.PartitionByJob).
+func phantom(o porcupine.Operation) bool {
+	in, out := o.Input.(model.Input), o.Output.(model.Output)
+	_, named := model.JobOf(in, out)
+	return !named && out.Outcome == model.Unknown
+}
+
+func partitionJob(part []porcupine.Operation) int64 {
+	for _, o := range part {
+		if id, ok := model.JobOf(o.Input.(model.Input), o.Output.(model.Output)); ok {
+			return id
+		}
+	}
+	return part[0].Input.(model.Input).Job
+}
+
+// explain finds why a job's operations have no linearization: it replays the longest legal
+// order porcupine found and names the operation that could come next but breaks a promise.
+// Porcupine's partial orders come out of a map, so they are sorted first: the same history
+// always gets the same explanation.
+//
+// Operations with unknown outcomes that named no job can make the story confusing: porcupine
+// may use one to explain one answer and then fail on another. So the explanation is first
+// sought without them; they are brought back only if the job's history is legal without them
+// (they are then part of why it fails).
+func explain(m porcupine.Model, sh model.Shape, job int64, part []porcupine.Operation, timeout time.Duration, v *Verdict) *model.Violation {
+	var bare []porcupine.Operation
+	for _, o := range part {
+		if !phantom(o) {
+			bare = append(bare, o)
+		}
+	}
+	timeout = max(timeout, time.Second)
+	note := ""
+	if len(bare) < len(part) && porcupine.CheckOperationsTimeout(m, bare, timeout) == porcupine.Illegal {
+		note = fmt.Sprintf(" (left out: %d operations with unknown outcomes that name no job; it fails without them too)", len(part)-len(bare))
+		part = bare
+	}
+	_, info := porcupine.CheckOperationsVerbose(m, part, timeout)
+	var partials [][]int
+	if p := info.PartialLinearizations(); len(p) > 0 {
+		partials = p[0]
+	}
+	sort.Slice(partials, func(a, b int) bool {
+		if len(partials[a]) != len(partials[b]) {
+			return len(partials[a]) > len(partials[b])
+		}
+		for i := range partials[a] {
+			if partials[a][i] != partials[b][i] {
+				return partials[a][i] < partials[b][i]
+			}
+		}
+		return false
+	})
+	var longest []int
+	if len(partials) > 0 {
+		longest = partials[0]
+	}
+	state := model.JobState{}
+	placed := map[int]bool{}
+	var b strings.Builder
+	fmt.Fprintf(&b, "job %d: %d operations%s; the longest legal order porcupine found:\n", job, len(part), note)
+	for _, i := range longest {
+		o := part[i]
+		state, _ = sh.StepJob(state, o.Input.(model.Input), o.Output.(model.Output))
+		placed[i] = true
+		fmt.Fprintf(&b, "  %-44s %-12s -> %s\n", model.DescribeOp(o.Input.(model.Input), o.Output.(model.Output)), fmt.Sprint(o.Metadata), state)
+	}
+	var rest []int
+	minReturn := int64(history.Never)
+	for i := range part {
+		if !placed[i] {
+			rest = append(rest, i)
+			minReturn = min(minReturn, part[i].Return)
+		}
+	}
+	sort.SliceStable(rest, func(a, b int) bool { return part[rest[a]].Call < part[rest[b]].Call })
+	b.WriteString("then none of the remaining operations can come next:\n")
+	var blame *model.Violation
+	for _, i := range rest {
+		o := part[i]
+		in, out := o.Input.(model.Input), o.Output.(model.Output)
+		_, bad := sh.StepJob(state, in, out)
+		mark := ""
+		if o.Call <= minReturn && bad != nil {
+			mark = "  <- " + bad.Error()
+			if blame == nil {
+				blame = bad
+				v.Culprit = model.DescribeOp(in, out)
+			}
+		}
+		fmt.Fprintf(&b, "  %-44s %-12s%s\n", model.DescribeOp(in, out), fmt.Sprint(o.Metadata), mark)
+	}
+	v.Explanation = b.String()
+	if blame == nil {
+		return model.Violate(model.PLinearizable, "job %d's operations admit no legal order (after the longest legal prefix, %d of %d, in state %s)", job, len(longest), len(part), state)
+	}
+	return &model.Violation{Property: blame.Property, Name: blame.Name,
+		Detail: fmt.Sprintf("%s [job %d's history is not linearizable (property %d): this operation cannot follow the longest legal order of the others, which leaves the job %s]", blame.Detail, job, model.PLinearizable, state)}
+}

@@ -1,0 +1,99 @@
+package stress
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"pgqcheck/linear/check"
+	"pgqcheck/linear/history"
+	"pgqcheck/program"
+	"pgqcheck/timeline"
+)
+
+// Config bounds a free-running stress run. Zero fields take the defaults.
+type Config struct {
+	Workers  int           // sessions that claim and complete (default 3)
+	Duration time.Duration // how long the traffic runs (default 2s)
+	MaxOps   int           // stop the traffic once this many operations are recorded (default 200000)
+	MaxJobs  int           // jobs enqueued at most (default 100000)
+	Backlog  int           // ready jobs the enqueuer keeps waiting (default 8)
+	// Lease is every claim's lease. It must outlive the run: the model treats leases as live
+	// until an expiry ends them (default 1h).
+	Lease   time.Duration
+	NoChaos bool // run the traffic without faults
+	// NoProxy connects the workers straight to Postgres, so the chaos goroutine injects no
+	// proxy faults (dropped replies, cuts, delays, stalls); by default they go through the
+	// fault proxy.
+	NoProxy bool
+	Seed    uint64 // seeds the traffic's choices; 0 picks one (printed in the result)
+	// ReportDir is where a failing run writes its report folder (default os.TempDir()).
+	ReportDir string
+	// PassDir, when set, is the folder a passing run writes its report into (emptied first),
+	// so that a user sees the run's shape: its measures page and history.
+	PassDir string
+	// CheckTimeout bounds the linearizability check (default 60s).
+	CheckTimeout time.Duration
+	// Crash, when set, is the server the run crashes and restarts Crashes times (default 1)
+	// while the traffic runs (see crashRounds). It must serve this run alone.
+	Crash   Crasher
+	Crashes int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = 3
+	}
+	if c.Duration <= 0 {
+		c.Duration = 2 * time.Second
+	}
+	if c.MaxOps <= 0 {
+		c.MaxOps = 200000
+	}
+	if c.MaxJobs <= 0 {
+		c.MaxJobs = 100000
+	}
+	if c.Backlog <= 0 {
+		c.Backlog = 8
+	}
+	if c.Lease <= 0 {
+		c.Lease = time.Hour
+	}
+	if c.Seed == 0 {
+		c.Seed = rand.Uint64()
+	}
+	if c.CheckTimeout <= 0 {
+		c.CheckTimeout = time.Minute
+	}
+	if c.Crash != nil && c.Crashes <= 0 {
+		c.Crashes = 1
+	}
+	return c
+}
+
+// Result is what a stress run did and what the checks concluded.
+type Result struct {
+	Seed      uint64
+	Counts    program.Counts
+	Verdict   *check.Verdict
+	History   *history.History
+	ReportDir string // the report folder: the verdict's a failure, or PassDir was set
+	Measures  *timeline.Measures
+	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
+	CheckTime time.Duration
+	Crashes   []CrashRound // the crash rounds, when Config.Crash was set
+}
+
+// Failed reports whether the run found a violation.
+func (r *Result) Failed() bool { return r.Verdict != nil && !r.Verdict.OK }
+
+func (r *Result) String() string {
+	s := fmt.Sprintf("stress seed %d: %s in %v; %s", r.Seed, r.Counts, r.Traffic.Round(time.Millisecond), r.Verdict)
+	if len(r.Crashes) > 0 {
+		s += "; " + crashSummary(r.Crashes)
+	}
+	if r.ReportDir != "" {
+		s += "\nreport: " + r.ReportDir
+	}
+	return s
+}

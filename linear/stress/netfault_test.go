@@ -1,0 +1,101 @@
+package stress
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"pgqcheck/faultproxy"
+	"pgqcheck/generate"
+	"pgqcheck/model"
+	"pgqcheck/sut"
+	"pgqcheck/sut/suttest"
+)
+
+// TestStressProxyFaults: stress traffic whose chaos goroutine arms proxy faults often, on the
+// seed queue (TestLinearStress runs every queue judged with the default mix, proxy faults in
+// it). Every kind hits a statement and is in the history's faults; a dropped reply or a cut
+// leaves operations with unknown outcomes; and the history checks.
+func TestStressProxyFaults(t *testing.T) {
+	defer func(c generate.Weights) { generate.ChaosWeights = c }(generate.ChaosWeights)
+	generate.ChaosWeights = generate.Weights{"net": 30, "expire": 30, "snapshot": 5, "rest": 35}
+	for _, name := range []string{sut.DefaultQueue} {
+		t.Run(name, func(t *testing.T) {
+			in := suttest.Install(t, sut.MustBuiltin(name))
+			res, err := Run(context.Background(), in, Config{Duration: 700 * time.Millisecond, ReportDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s (check %v)", res, res.CheckTime)
+			if res.Failed() {
+				t.Fatalf("%s\n%s", res, res.Verdict.Explanation)
+			}
+			c := res.Counts
+			if c.DroppedReplies == 0 || c.Cuts == 0 || c.Delays == 0 || c.Stalls == 0 {
+				t.Fatalf("proxy faults that hit: %d dropped, %d cut, %d delayed, %d stalled; want each kind", c.DroppedReplies, c.Cuts, c.Delays, c.Stalls)
+			}
+			if c.Unknown == 0 {
+				t.Fatalf("no operation has an unknown outcome after %d dropped replies and %d cuts", c.DroppedReplies, c.Cuts)
+			}
+			kinds := map[string]bool{}
+			for _, f := range res.History.Faults {
+				kinds[f.Kind] = true
+			}
+			for _, k := range faultproxy.Kinds {
+				if !kinds[string(k)] {
+					t.Errorf("no %s in the history's faults", k)
+				}
+			}
+			unknownClaims := 0
+			for _, o := range res.History.Ops {
+				if o.Input.Kind == model.OpClaim && o.Output.Outcome == model.Unknown {
+					unknownClaims++
+				}
+			}
+			t.Logf("%d claims with unknown outcomes", unknownClaims)
+		})
+	}
+}
+
+// TestSplitMutantsNeedFaults: the two split mutants (testdata/mutants/claim-split-lease,
+// complete-split-statements) hold under stress traffic without faults, and proxy faults
+// alone (no cancels, terminations or row locks) catch them: they are bugs only a lost
+// connection between their two halves shows.
+func TestSplitMutantsNeedFaults(t *testing.T) {
+	suttest.SelfCheck(t, "./linear/stress")
+	defer func(c generate.Weights) { generate.ChaosWeights = c }(generate.ChaosWeights)
+	for _, name := range []string{"claim-split-lease", "complete-split-statements"} {
+		t.Run(name, func(t *testing.T) {
+			q, err := sut.LoadDir(filepath.Join("..", "..", "testdata", "mutants", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := suttest.Install(t, q)
+			res, err := Run(context.Background(), in, Config{Duration: 300 * time.Millisecond, NoChaos: true, ReportDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Failed() {
+				t.Fatalf("without faults the mutant should hold: %s", res)
+			}
+			generate.ChaosWeights = generate.Weights{"net": 30, "expire": 30, "snapshot": 10, "rest": 30}
+			for round := 1; ; round++ {
+				res, err = Run(context.Background(), in, Config{Duration: 700 * time.Millisecond, ReportDir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Failed() {
+					t.Logf("caught in round %d: %s", round, res.Verdict.Violation)
+					break
+				}
+				if round == 5 {
+					t.Fatalf("proxy faults did not catch %s in %d rounds: %s", name, round, res)
+				}
+			}
+			if c := res.Counts; c.Terminates+c.Cancels+c.Locks > 0 {
+				t.Fatalf("faults other than the proxy's were injected: %s", c)
+			}
+		})
+	}
+}

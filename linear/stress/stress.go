@@ -1,0 +1,243 @@
+package stress
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"pgqcheck/faultproxy"
+	"pgqcheck/linear/check"
+	"pgqcheck/linear/history"
+	"pgqcheck/linear/record"
+	"pgqcheck/linear/report"
+	"pgqcheck/program"
+	"pgqcheck/sut"
+)
+
+// Run runs free-running traffic against an installed queue: workers on their own
+// connections claim, pause, complete and crash; an enqueuer adds jobs; a chaos goroutine
+// expires leases, holds row locks open, cancels statements and terminates backends. It stops
+// by itself after cfg.Duration or cfg.MaxOps operations, expires every lease, drains the
+// queue, and checks the whole history (linearizability per job, and total-queue accounting).
+// The queue is reset first. Every session it opens is closed before it returns.
+//
+// An error means the harness could not run (no connection, a failed reset); a violation is a
+// failed Verdict, with a report folder written under cfg.ReportDir.
+func Run(ctx context.Context, in *sut.Installed, cfg Config) (*Result, error) {
+	cfg = cfg.withDefaults()
+	if err := in.Reset(ctx); err != nil {
+		return nil, err
+	}
+	r := &run{ctx: ctx, in: in, cfg: cfg, rec: history.NewRecorder(false), claimed: map[int64]bool{}, halt: make(chan struct{})}
+	defer r.closeAll()
+	if err := r.dialActors(); err != nil {
+		return nil, err
+	}
+	res := &Result{Seed: cfg.Seed}
+	if err := r.traffic(res); err != nil {
+		return nil, err
+	}
+	if err := r.drain(); err != nil {
+		return nil, err
+	}
+	r.judge(res)
+	return res, r.writeReport(res)
+}
+
+// dial connects a recording client straight to Postgres (p nil) or through p. No
+// lock_timeout: a completion may wait for a held lock. The statement timeout only keeps a
+// hung statement from hanging the suite.
+func (r *run) dial(name string, p *faultproxy.Proxy) (*record.Client, error) {
+	c, err := record.DialVia(r.ctx, r.in, name, r.rec, sut.SessionOptions{StatementTimeout: 30 * time.Second}, p)
+	if err == nil {
+		r.clients = append(r.clients, c)
+	}
+	return c, err
+}
+
+// closeAll closes the fault proxy and every session the run opened.
+func (r *run) closeAll() {
+	if r.proxy != nil {
+		r.proxy.Close()
+	}
+	for _, c := range r.clients {
+		c.Close()
+	}
+}
+
+// dialActors connects the workers (through the fault proxy, unless the run has no chaos or
+// no proxy), the enqueuer, the chaos goroutine's clients and the rescuer, each actor with a
+// random source of its own drawn from the run's seed.
+func (r *run) dialActors() error {
+	cfg, q := r.cfg, r.in.Queue
+	if !cfg.NoChaos && !cfg.NoProxy {
+		p, err := faultproxy.New()
+		if err != nil {
+			return err
+		}
+		r.proxy = p
+	}
+	seed := rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)
+	rngFor := func() *rand.Rand { return rand.New(rand.NewPCG(seed.Uint64(), seed.Uint64())) }
+	for i := 0; i < cfg.Workers; i++ {
+		c, err := r.dial(fmt.Sprintf("w%d", i), r.proxy)
+		if err != nil {
+			return err
+		}
+		w := &worker{actor: newActor(c, q), rng: rngFor()}
+		w.halt = r.halt
+		r.workers = append(r.workers, w)
+	}
+	enq, err := r.dial("enqueuer", nil)
+	if err != nil {
+		return err
+	}
+	r.enqueuer = newActor(enq, q)
+	if !cfg.NoChaos {
+		if r.chaos, err = r.dialChaos(rngFor()); err != nil {
+			return err
+		}
+	}
+	if q.CanRescue() {
+		c, err := r.dial("rescuer", nil)
+		if err != nil {
+			return err
+		}
+		r.rescuer = &rescuer{actor: newActor(c, q), rng: rngFor()}
+	}
+	return nil
+}
+
+// dialChaos connects the chaos goroutine's clients: its expiries', its reader's, and its
+// locker's on a queue that can lock a row.
+func (r *run) dialChaos(rng *rand.Rand) (*chaos, error) {
+	ch := &chaos{r: r, rng: rng}
+	c, err := r.dial("chaos", nil)
+	if err != nil {
+		return nil, err
+	}
+	ch.expirer = newActor(c, r.in.Queue)
+	if ch.reader, err = r.dial("reader", nil); err != nil {
+		return nil, err
+	}
+	if r.in.Queue.CanLock() {
+		l, err := r.dial("locker", nil)
+		if err != nil {
+			return nil, err
+		}
+		ch.locker = newActor(l, r.in.Queue)
+	}
+	return ch, nil
+}
+
+// traffic runs every actor, and the crash rounds when the run crashes its server, until the
+// run's time or operations are up, and waits for them all to stop.
+func (r *run) traffic(res *Result) error {
+	cfg := r.cfg
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, w := range r.workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.work(w) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); r.enqueue(r.enqueuer) }()
+	if r.chaos != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.chaos.loop() }()
+	}
+	if r.rescuer != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.rescue(r.rescuer) }()
+	}
+	var crashErr error
+	if cfg.Crash != nil {
+		res.Crashes, crashErr = r.crashRounds(start)
+	}
+	for deadline := start.Add(cfg.Duration); crashErr == nil && time.Now().Before(deadline) && r.rec.Len() < cfg.MaxOps && r.ctx.Err() == nil; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.stop.Store(true)
+	close(r.halt)
+	wg.Wait()
+	res.Traffic = time.Since(start)
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	return crashErr
+}
+
+// drain ends every session, then, on a session of its own, expires every lease and claims and
+// completes until the queue is empty (program.Drain).
+func (r *run) drain() error {
+	ctx := r.ctx
+	// Every other session is closed before the drain, so no row lock can be held while it
+	// runs: its empty claim is strict.
+	for _, c := range r.clients {
+		c.End(ctx)
+	}
+	drainer, err := r.dial(history.DrainSession, nil)
+	if err != nil {
+		return err
+	}
+	d := newActor(drainer, r.in.Queue)
+	ids, err := r.tableIDs(ctx, drainer)
+	if err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	d.world.Jobs, d.world.Lease, d.strict = ids, r.cfg.Lease, true
+	if err := (program.Drain{S: drainer.Name}).Run(ctx, d); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	return nil
+}
+
+// judge takes the run's history, counts it and checks it.
+func (r *run) judge(res *Result) {
+	cfg := r.cfg
+	h := r.rec.History(r.in.Queue.Source, "stress")
+	h.Shape = r.in.Queue.Shape()
+	h.Drained = true
+	h.Program = fmt.Sprintf("stress seed %d, %d workers, %v", cfg.Seed, cfg.Workers, cfg.Duration)
+	res.History = h
+	res.Counts = check.CountOps(h)
+	for _, w := range r.workers {
+		res.Counts.RealPauses += int64(w.pauses)
+		res.Counts.PausedMillis += w.slept.Milliseconds()
+	}
+	t0 := time.Now()
+	res.Verdict = check.Check(h, cfg.CheckTimeout)
+	res.CheckTime = time.Since(t0)
+	res.Counts.NotPromised = int64(len(res.Verdict.NotPromised))
+	res.Measures = report.Measures(h)
+}
+
+// writeReport writes a failing run's report folder under ReportDir, or a passing run's into
+// PassDir when it is set.
+func (r *run) writeReport(res *Result) error {
+	cfg := r.cfg
+	var dir string
+	var err error
+	switch {
+	case !res.Verdict.OK:
+		dir, err = report.NewDir(cfg.ReportDir, "stress-"+r.in.Queue.Name)
+	case cfg.PassDir != "":
+		dir = cfg.PassDir
+		if err = os.RemoveAll(dir); err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+	default:
+		return nil
+	}
+	if err == nil {
+		err = report.Write(dir, res.History, res.Verdict)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	res.ReportDir = dir
+	return nil
+}

@@ -1,0 +1,305 @@
+package stress
+
+import (
+	"context"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"pgqcheck/faultproxy"
+	"pgqcheck/generate"
+	"pgqcheck/linear/history"
+	"pgqcheck/linear/record"
+	"pgqcheck/program"
+	"pgqcheck/sut"
+)
+
+// drawKind picks a kind from weights.
+func drawKind(rng *rand.Rand, w generate.Weights) string { return w.At(rng.IntN(w.Total())) }
+
+// actor is one goroutine of a stress run: a recording client and the world its operations
+// resolve against (its own session's tokens and transaction). Stress traffic runs the program
+// package's operations, as the other modes do.
+type actor struct {
+	client  *record.Client
+	world   *program.World
+	session *program.Session
+	strict  bool // its claims run alone (the drain)
+	// halt cuts its pauses short when the run stops (nil: never).
+	halt <-chan struct{}
+	// The real-time pauses its procedures made and how long they lasted.
+	pauses int
+	slept  time.Duration
+}
+
+func newActor(c *record.Client, q *sut.Queue) *actor {
+	w := program.NewWorld(q, c.Name)
+	w.Clock = c.Clock()
+	return &actor{client: c, world: w, session: w.Sessions[0]}
+}
+
+func (a *actor) World() *program.World { return a.world }
+
+// Do runs a step's statements on the actor's client, one after another.
+func (a *actor) Do(ctx context.Context, op program.Step) ([]program.Result, error) {
+	var out []program.Result
+	for _, st := range op.Stmts(a.world) {
+		if a.strict {
+			st, _ = program.Strictly(st)
+		}
+		f := &record.Flight{Stmt: st}
+		r, _, err := a.client.Do(ctx, f)
+		if err != nil {
+			return out, err
+		}
+		a.world.Apply(a.session, st, r, f.At)
+		a.client.SyncHolding(a.session)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (a *actor) Sleep(ctx context.Context, d time.Duration) error {
+	start := time.Now()
+	// Cut short when the run is over: a pause past its end would only make it longer.
+	if err := program.Wait(ctx, d, a.halt); err != nil {
+		return err
+	}
+	a.pauses++
+	a.slept += time.Since(start)
+	return nil
+}
+
+// one runs a step and returns its single statement's result.
+func (a *actor) one(ctx context.Context, op program.Step) program.Result {
+	rs, err := a.Do(ctx, op)
+	if err != nil || len(rs) == 0 {
+		return program.Result{Err: err}
+	}
+	return rs[len(rs)-1]
+}
+
+// run is the state a stress run's goroutines share.
+type run struct {
+	ctx context.Context
+	in  *sut.Installed
+	cfg Config
+	rec *history.Recorder
+
+	// What the run opened, closed when it ends.
+	clients []*record.Client
+	proxy   *faultproxy.Proxy // every worker connects through it, for the chaos's proxy faults
+
+	stop atomic.Bool
+	halt chan struct{} // closed when the traffic stops
+	// chaosTurn: each chaos turn holds it for reading; a crash round takes it while the server
+	// restarts and the admin connection is replaced.
+	chaosTurn sync.RWMutex
+
+	workers  []*worker
+	enqueuer *actor
+	chaos    *chaos // nil: a run without faults
+	rescuer  *rescuer
+
+	mu      sync.Mutex
+	known   []int64         // ids whose enqueue returned, in order
+	claimed map[int64]bool  // ids some claim returned
+	recent  []program.Token // the last claims, for the chaos goroutine to aim at
+}
+
+func (r *run) stopped() bool { return r.stop.Load() || r.ctx.Err() != nil }
+
+func (r *run) noteEnqueued(id int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.known = append(r.known, id)
+}
+
+func (r *run) noteClaim(t program.Token) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.claimed[t.ID] = true
+	r.recent = append(r.recent, t)
+	if len(r.recent) > 32 {
+		r.recent = r.recent[len(r.recent)-32:]
+	}
+}
+
+// backlog is how many enqueued jobs no claim has returned yet.
+func (r *run) backlog() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.known) - len(r.claimed)
+}
+
+// tableIDs is every job the drain must expire: those whose enqueue returned, and every other
+// row the queue holds (an enqueue whose answer was lost may have created one), read with an
+// unrecorded snapshot on c, which nothing else uses any more.
+func (r *run) tableIDs(ctx context.Context, c *record.Client) ([]int64, error) {
+	rows, _, err := c.Session().Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := r.knownIDs()
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for _, row := range rows {
+		if !seen[row.ID] {
+			ids = append(ids, row.ID)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
+
+func (r *run) knownIDs() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int64(nil), r.known...)
+}
+
+// unclaimed returns the lowest enqueued job no claim has returned (a ready job, which a
+// claim must skip while a locker holds it), or 0.
+func (r *run) unclaimed() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range r.known {
+		if !r.claimed[id] {
+			return id
+		}
+	}
+	return 0
+}
+
+func (r *run) recentClaim(rng *rand.Rand) (program.Token, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.recent) == 0 {
+		return program.Token{}, false
+	}
+	return r.recent[rng.IntN(len(r.recent))], true
+}
+
+// worker claims, pauses, completes and sometimes crashes. While it pauses holding a token it
+// publishes it, so the chaos goroutine can expire that job and let another worker reclaim it:
+// the paused worker then presents a stale generation, which the queue must refuse. A token with
+// a timed lease is left to time: the worker may wait until just past its end, and another
+// worker reclaim the job because the lease ran out.
+type worker struct {
+	*actor
+	rng    *rand.Rand
+	paused atomic.Pointer[program.Token]
+}
+
+func (r *run) work(w *worker) {
+	ctx := r.ctx
+	name := w.client.Name
+	for !r.stopped() {
+		if w.session.Holding {
+			// A worker of a queue whose claims hold a transaction works one job at a time: the
+			// one it holds (after presenting an older token) is completed first.
+			w.one(ctx, program.Complete{S: name})
+		}
+		lease := r.cfg.Lease
+		if drawKind(w.rng, generate.LeaseWeights) == "timed" {
+			lease = generate.TimedLeases[w.rng.IntN(len(generate.TimedLeases))]
+		}
+		res := w.one(ctx, program.Claim{S: name, Lease: lease})
+		if res.Err != nil {
+			r.backoff(w.rng)
+			continue
+		}
+		// Older tokens are what a restarted worker might still present; four are enough.
+		if n := len(w.session.Tokens); n > 4 {
+			w.session.Tokens = w.session.Tokens[n-4:]
+		}
+		if !res.Out.Found {
+			if n := len(w.session.Tokens); n > 0 && w.rng.IntN(4) == 0 {
+				w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(n)})
+			}
+			r.backoff(w.rng)
+			continue
+		}
+		t := w.session.Tokens[len(w.session.Tokens)-1]
+		r.noteClaim(t)
+		if hold := w.hold(lease != r.cfg.Lease); hold != nil {
+			w.paused.Store(&t)
+			if err := hold.Run(ctx, w); err != nil {
+				return
+			}
+			w.paused.Store(nil)
+		} else if d := r.pause(w.rng); d > 0 {
+			w.paused.Store(&t)
+			time.Sleep(d)
+			w.paused.Store(nil)
+		}
+		switch drawKind(w.rng, generate.AfterClaimWeights) {
+		case "complete":
+			w.one(ctx, program.Complete{S: name})
+		case "crash": // forget every token; the jobs wait for an expiry or the drain
+			w.Do(ctx, program.Crash{W: name})
+			if w.world.TxBound {
+				// A worker whose claims hold its transaction dies with its connection.
+				_ = w.client.Crash(ctx)
+				w.session.Holding = false
+			}
+		case "complete older": // a restarted worker presenting an older token
+			w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(len(w.session.Tokens))})
+		}
+	}
+}
+
+// hold is how a worker that claimed with a timed lease waits before it goes on, in real time:
+// until the edge of that lease, where its completion and other workers' claims land, or a
+// plain pause. Nil: it goes on as after any claim.
+func (w *worker) hold(timed bool) program.Procedure {
+	if !timed {
+		return nil
+	}
+	margin := generate.NearMargins[w.rng.IntN(len(generate.NearMargins))]
+	switch drawKind(w.rng, generate.TimedHoldWeights) {
+	case "until before its end":
+		return program.Near{W: w.client.Name, Margin: margin}
+	case "until after its end":
+		return program.Near{W: w.client.Name, Margin: margin, After: true}
+	case "pause":
+		return program.Sleep{D: generate.RealPauses[w.rng.IntN(len(generate.RealPauses))]}
+	}
+	return nil
+}
+
+// pause is how long a worker holds a claimed job before completing it: mostly not at all, and
+// now and then long enough for the chaos goroutine to expire the job and another worker to
+// reclaim it.
+func (r *run) pause(rng *rand.Rand) time.Duration {
+	switch x := rng.IntN(100); {
+	case x < 60:
+		return 0
+	case x < 90:
+		return time.Duration(100+rng.IntN(1900)) * time.Microsecond
+	}
+	return time.Duration(5+rng.IntN(25)) * time.Millisecond
+}
+
+func (r *run) backoff(rng *rand.Rand) {
+	time.Sleep(time.Duration(200+rng.IntN(300)) * time.Microsecond)
+}
+
+// enqueue keeps a small backlog of ready jobs, each with a payload of its own, until the run
+// has enqueued MaxJobs.
+func (r *run) enqueue(a *actor) {
+	for n := 0; !r.stopped() && n < r.cfg.MaxJobs; {
+		if r.backlog() >= r.cfg.Backlog {
+			time.Sleep(200 * time.Microsecond)
+			continue
+		}
+		n++
+		if res := a.one(r.ctx, program.Enqueue{S: a.client.Name, N: 1}); res.Err == nil {
+			r.noteEnqueued(res.Out.Job)
+		}
+	}
+}
