@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"pgqcheck/hunt"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
@@ -136,7 +137,7 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 		go func() {
 			defer wg.Done()
 			for j := range next {
-				row := hunt(ctx, cfg, j.m, j.suite, j.mode, j.i, scratch)
+				row := huntMutant(ctx, cfg, j.m, j.suite, j.mode, j.i, scratch)
 				kt.Rows[j.row] = row
 				logMu.Lock()
 				logRow(row, cfg.Log)
@@ -186,8 +187,8 @@ func logRow(r KillRow, log io.Writer) {
 	}
 }
 
-// hunt searches a mutant with one mode until it is caught or the budget is spent.
-func hunt(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, modeName string, i int, scratch string) KillRow {
+// huntMutant searches a mutant with one mode until it is caught or the budget is spent.
+func huntMutant(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, modeName string, i int, scratch string) KillRow {
 	row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Mode: modeName}
 	var tally Tally
 	checks := func() int64 {
@@ -237,13 +238,13 @@ func hunt(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, modeName
 func checkCorrect(ctx context.Context, cfg KillConfig, q *sut.Queue) QueueRow {
 	row := QueueRow{Queue: q.Name}
 	err := OnDatabase(ctx, cfg.Server, "pgqcheck_mutants_"+q.Name, q, func(in *sut.Installed, _ string) error {
-		e, err := newSeqEngine(ctx, in)
+		e, err := hunt.NewSequential(ctx, in)
 		if err != nil {
 			return err
 		}
 		defer e.Close()
 		var tally Tally
-		f, st, err := e.Search(ctx, rapidSettings{Seed: RoundSeed(cfg.Seed, 1<<15, 0), Checks: cfg.QueueChecks, ShrinkTime: cfg.ShrinkTime}, &tally)
+		f, st, err := e.Search(ctx, hunt.Settings{Seed: RoundSeed(cfg.Seed, 1<<15, 0), Checks: cfg.QueueChecks, ShrinkTime: cfg.ShrinkTime}, &tally)
 		row.Checks, row.Time, row.Passed = int64(st.Checks), st.Elapsed, f == nil && err == nil
 		if f != nil {
 			row.Verdict = f.Verdict()

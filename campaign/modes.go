@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/hunt"
 	"pgqcheck/linear/report"
 	"pgqcheck/linear/stress"
 	"pgqcheck/model"
@@ -115,20 +116,20 @@ func (sequentialMode) Properties() []model.Property {
 }
 
 func (m sequentialMode) Start(ctx context.Context, w *Worker) (Hunter, error) {
-	e, err := newSeqEngine(ctx, w.In)
+	e, err := hunt.NewSequential(ctx, w.In)
 	if err != nil {
 		return nil, err
 	}
-	e.realTime = m.realTime
+	e.RealTime = m.realTime
 	if w.CatchOnly {
-		e.catchOnly()
+		e.CatchOnly()
 	}
 	return &seqHunter{w: w, e: e, mode: m.Name()}, nil
 }
 
 type seqHunter struct {
 	w    *Worker
-	e    *seqEngine
+	e    *hunt.Sequential
 	mode string
 }
 
@@ -138,10 +139,17 @@ func (h *seqHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	begin := time.Now()
 	seed := RoundSeed(h.w.Seed, h.w.Index, n)
 	checks := roundChecks
-	if h.e.realTime {
+	if h.e.RealTime {
 		checks = roundChecks / 5 // a run pauses about half a second in all
 	}
-	f, st, err := h.e.Search(ctx, rapidSettings{Seed: seed, Checks: checks, ShrinkTime: h.w.ShrinkTime}, h.w.Tally)
+	// The first thing the queue is seen doing that it does not promise is kept once, reduced.
+	h.e.NotPromised = func(reduce func() *program.Finding) {
+		if !h.w.Tally.hasNotPromised() {
+			np := reduce()
+			h.w.Tally.sawNotPromised(newFailure(np, string(np.Mode), 0, 0, seed))
+		}
+	}
+	f, st, err := h.e.Search(ctx, hunt.Settings{Seed: seed, Checks: checks, ShrinkTime: h.w.ShrinkTime}, h.w.Tally)
 	// The last property run may have left a locker holding a row: end it.
 	defer h.e.Reset(context.Background())
 	if st.Failed && ctx.Err() != nil {
@@ -190,7 +198,7 @@ func (h *stressHunter) Close() {}
 
 func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	begin := time.Now()
-	o, err := runStress(ctx, h.w.In, RoundSeed(h.w.Seed, h.w.Index, n), stressRound, h.dir, h.pass, h.w.Crash)
+	o, err := hunt.Stress(ctx, h.w.In, RoundSeed(h.w.Seed, h.w.Index, n), stressRound, h.dir, h.pass, h.w.Crash)
 	if o != nil && h.w.Crashes != nil {
 		h.w.Crashes.add(o.Crashes)
 	}
@@ -236,12 +244,12 @@ func (scheduled) Start(ctx context.Context, w *Worker) (Hunter, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %v", dir, PathCause(err))
 	}
-	return &schedHunter{w: w, e: newSchedEngine(ctx, w.In, fmt.Sprintf("%s-w%d", w.Queue.Name, w.Index), dir)}, nil
+	return &schedHunter{w: w, e: hunt.NewScheduled(ctx, w.In, fmt.Sprintf("%s-w%d", w.Queue.Name, w.Index), dir)}, nil
 }
 
 type schedHunter struct {
 	w *Worker
-	e *schedEngine
+	e *hunt.Scheduled
 }
 
 func (h *schedHunter) Close() { h.e.Close() }
@@ -249,7 +257,7 @@ func (h *schedHunter) Close() { h.e.Close() }
 func (h *schedHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	begin := time.Now()
 	seed := RoundSeed(h.w.Seed, h.w.Index, n)
-	f, st, err := h.e.Search(ctx, rapidSettings{Seed: seed, Checks: roundChecks, ShrinkTime: h.w.ShrinkTime}, h.w.Tally, !h.w.CatchOnly)
+	f, st, err := h.e.Search(ctx, hunt.Settings{Seed: seed, Checks: roundChecks, ShrinkTime: h.w.ShrinkTime}, h.w.Tally, !h.w.CatchOnly)
 	if st.Failed && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -7,7 +7,10 @@ import (
 	"io"
 	"os"
 
+	"pgqcheck/hunt"
 	"pgqcheck/internal/textfmt"
+	"pgqcheck/linear/report"
+	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
@@ -22,7 +25,7 @@ func replaySaved(ctx context.Context, in *sut.Installed, s *Saver) (fs []*Failur
 	if len(files) == 0 {
 		return nil, nil
 	}
-	e, err := newSeqEngine(ctx, in)
+	e, err := hunt.NewSequential(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -124,13 +127,13 @@ func ReplayFile(ctx context.Context, srv func() (*pgserver.Server, error), q *su
 			if err != nil {
 				return err
 			}
-			if r.Finding, err = replayFuzzInput(ctx, in, path, dir); r.Finding == nil || r.Finding.ReportDir == "" {
+			if r.Finding, err = hunt.ReplayFuzzInput(ctx, in, path, dir); r.Finding == nil || r.Finding.ReportDir == "" {
 				os.RemoveAll(dir)
 			}
 			return err
 		default:
-			var e *seqEngine
-			if e, err = newSeqEngine(ctx, in); err != nil {
+			var e *hunt.Sequential
+			if e, err = hunt.NewSequential(ctx, in); err != nil {
 				return err
 			}
 			defer e.Close()
@@ -189,4 +192,24 @@ func (r *Replayed) Print(w io.Writer) {
 			p("report: %s", f.ReportDir)
 		}
 	}
+}
+
+// HistoryVerdict is what re-checking a saved history concluded.
+type HistoryVerdict struct {
+	OK          bool
+	Violation   *model.Violation // nil when OK, or when the history is malformed
+	Text        string           // the one-line verdict
+	Problems    []string
+	Explanation string
+}
+
+// CheckHistory re-checks a saved history (no Postgres needed) and, when htmlOut is set, writes
+// porcupine's timeline. A nil verdict means the file is not a history; a non-nil error with a
+// verdict means only the timeline could not be written.
+func CheckHistory(path, htmlOut string) (*HistoryVerdict, error) {
+	v, err := report.CheckFile(path, htmlOut)
+	if v == nil {
+		return nil, err
+	}
+	return &HistoryVerdict{OK: v.OK, Violation: v.Violation, Text: v.String(), Problems: v.Problems, Explanation: v.Explanation}, err
 }

@@ -14,6 +14,7 @@ import (
 
 	"pgqcheck/corpus"
 	"pgqcheck/fuzz"
+	"pgqcheck/hunt"
 	"pgqcheck/linear/schedule"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -107,7 +108,7 @@ func (s *Saver) keepHistory(fl *Failure, f *program.Finding, q *sut.Queue) error
 	}
 	name := "found-" + program.SafeName(q.Name) + "-stress-" + time.Now().UTC().Format("20060102T150405")
 	dst := filepath.Join(s.Root, "testdata", "histories", name+".json")
-	if err := saveFailingHistory(f.ReportDir, dst, f.Property()); err != nil {
+	if err := hunt.SaveFailingHistory(f.ReportDir, dst, f.Property()); err != nil {
 		return fmt.Errorf("saving the history as %s: %v", dst, PathCause(err))
 	}
 	fl.ReplayFile = dst

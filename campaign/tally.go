@@ -63,12 +63,6 @@ func (t *Tally) Snapshot() TallySnapshot {
 }
 
 // observe adds the steps of a program being searched and what they exercised.
-func (t *Tally) observe(steps int, c program.Counts) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.ops += int64(steps)
-	t.counts.Add(c)
-}
 
 // AddChecks, AddHistories, AddOps and AddCounts let every mode report its work.
 func (t *Tally) AddChecks(n int64)          { t.mu.Lock(); t.checks += n; t.mu.Unlock() }
@@ -76,8 +70,8 @@ func (t *Tally) AddHistories(n int64)       { t.mu.Lock(); t.histories += n; t.m
 func (t *Tally) AddOps(n int64)             { t.mu.Lock(); t.ops += n; t.mu.Unlock() }
 func (t *Tally) AddCounts(c program.Counts) { t.mu.Lock(); t.counts.Add(c); t.mu.Unlock() }
 
-func (t *Tally) shrinkRun()      { t.mu.Lock(); t.shrinkRuns++; t.mu.Unlock() }
-func (t *Tally) setShrink(d int) { t.mu.Lock(); t.shrinking += d; t.mu.Unlock() }
+func (t *Tally) ShrinkRun()          { t.mu.Lock(); t.shrinkRuns++; t.mu.Unlock() }
+func (t *Tally) Shrinking(delta int) { t.mu.Lock(); t.shrinking += delta; t.mu.Unlock() }
 
 // RoundSeed derives a search's seed from the campaign's seed, the worker and the round, so a
 // campaign rerun with the same seed and workers repeats each worker's rounds.

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"pgqcheck/internal/rapidrun"
-
 	"pgregory.net/rapid"
 
+	"pgqcheck/internal/rapidrun"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/program"

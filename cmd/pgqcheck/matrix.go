@@ -9,6 +9,7 @@ import (
 
 	"pgqcheck/campaign"
 	"pgqcheck/internal/modroot"
+	"pgqcheck/matrix"
 )
 
 const matrixDetails = `For each server (--servers: docker images, or "local" for this machine's binaries), in turn:
@@ -46,10 +47,10 @@ func runMatrix(c *cli, args []string) error {
 	}
 	*seed = randomSeed(*seed)
 	fmt.Fprintf(c.stdout, "matrix: servers %s, seed %d\n", *servers, *seed)
-	rows := campaign.Matrix(c.sig.soft, campaign.MatrixConfig{Servers: strings.Split(*servers, ","), Duration: *duration,
+	rows := matrix.Run(c.sig.soft, matrix.Config{Servers: strings.Split(*servers, ","), Duration: *duration,
 		Seed: *seed, Mutants: ms, Budget: *budget, DoneRows: *doneRows, Log: c.stdout})
 	var table strings.Builder
-	campaign.PrintMatrix(&table, rows, *doneRows)
+	matrix.Print(&table, rows, *doneRows)
 	fmt.Fprintf(c.stdout, "\n%s", table.String())
 	if err := os.WriteFile(path, []byte(table.String()), 0o644); err != nil {
 		return fmt.Errorf("pgqcheck: matrix: writing %s: %v", path, campaign.PathCause(err))
@@ -58,7 +59,7 @@ func runMatrix(c *cli, args []string) error {
 	if c.sig.soft.Err() != nil {
 		return &exitErr{exitError, "pgqcheck: matrix: interrupted; the table holds the servers that finished"}
 	}
-	if bad := campaign.MatrixProblems(rows); len(bad) > 0 {
+	if bad := matrix.Problems(rows); len(bad) > 0 {
 		return violated("pgqcheck: matrix: " + strings.Join(bad, "; "))
 	}
 	return nil

@@ -1,4 +1,6 @@
-package campaign
+// Package matrix runs the walkthrough, each built-in queue's campaign and the kill table on several
+// PostgreSQL servers, one row a server: one verdict per version.
+package matrix
 
 import (
 	"context"
@@ -7,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/campaign"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
@@ -14,8 +17,8 @@ import (
 	"pgqcheck/walkthrough"
 )
 
-// MatrixConfig is what the version matrix runs on each server.
-type MatrixConfig struct {
+// Config is what the version matrix runs on each server.
+type Config struct {
 	// Servers name where each column's Postgres comes from: an image for the docker backend, or
 	// "local" for the machine's own binaries.
 	Servers []string
@@ -29,8 +32,8 @@ type MatrixConfig struct {
 	Log      io.Writer
 }
 
-// MatrixRow is one server's results.
-type MatrixRow struct {
+// Row is one server's results.
+type Row struct {
 	Server      string // what was asked for (an image, or local)
 	Version     string // the server's own version
 	Walkthrough string // held, or the first failed assertion
@@ -47,10 +50,10 @@ type MatrixRow struct {
 	Err       string
 }
 
-// Matrix runs, on each server, the walkthrough, a campaign per built-in queue (whose verdict,
+// Run runs, on each server, the walkthrough, a campaign per built-in queue (whose verdict,
 // claim waits and claim cost it keeps) and the kill table.
-func Matrix(ctx context.Context, cfg MatrixConfig) []MatrixRow {
-	var rows []MatrixRow
+func Run(ctx context.Context, cfg Config) []Row {
+	var rows []Row
 	for _, s := range cfg.Servers {
 		if ctx.Err() != nil {
 			break
@@ -60,8 +63,8 @@ func Matrix(ctx context.Context, cfg MatrixConfig) []MatrixRow {
 	return rows
 }
 
-func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
-	row := MatrixRow{Server: server}
+func matrixRow(ctx context.Context, cfg Config, server string) Row {
+	row := Row{Server: server}
 	logf := func(format string, args ...any) {
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, "matrix: %s: "+format+"\n", append([]any{server}, args...)...)
@@ -80,7 +83,7 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 	row.Version = srv.Version
 
 	seed := sut.MustBuiltin(sut.DefaultQueue)
-	err = OnDatabase(ctx, srv, "pgqcheck_matrix_walkthrough", seed, func(in *sut.Installed, _ string) error {
+	err = campaign.OnDatabase(ctx, srv, "pgqcheck_matrix_walkthrough", seed, func(in *sut.Installed, _ string) error {
 		ev, err := walkthrough.Run(ctx, in, walkthrough.ServerOf(srv), walkthrough.Options{LockerSleep: time.Second})
 		if err != nil {
 			return err
@@ -97,13 +100,13 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 	}
 	logf("walkthrough %s", row.Walkthrough)
 
-	all, err := LookupModes("all")
+	all, err := campaign.LookupModes("all")
 	if err != nil {
 		row.Err = err.Error()
 		return row
 	}
 	for _, name := range sut.Builtins() {
-		rep, err := Run(ctx, ctx, Config{Server: srv, Queue: sut.MustBuiltin(name), Mode: all, Workers: 1, Seed: cfg.Seed,
+		rep, err := campaign.Run(ctx, ctx, campaign.Config{Server: srv, Queue: sut.MustBuiltin(name), Mode: all, Workers: 1, Seed: cfg.Seed,
 			Duration: cfg.Duration, ShrinkTime: 5 * time.Second, PlanSizes: []int{cfg.DoneRows}})
 		if err != nil {
 			row.Err = textfmt.OneLine(err.Error())
@@ -120,7 +123,7 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 		logf("%s %s (%d claim waits in %d stress rounds; claim cost %s)", name, v, rep.Counts.ClaimWaits, rep.Counts.StressRounds, row.ClaimCost[len(row.ClaimCost)-1])
 	}
 
-	kt, err := HuntMutants(ctx, KillConfig{Server: srv, Mutants: cfg.Mutants, Budget: cfg.Budget, Seed: cfg.Seed})
+	kt, err := campaign.HuntMutants(ctx, campaign.KillConfig{Server: srv, Mutants: cfg.Mutants, Budget: cfg.Budget, Seed: cfg.Seed})
 	if err != nil {
 		row.Err = textfmt.OneLine(err.Error())
 		return row
@@ -136,28 +139,28 @@ func matrixRow(ctx context.Context, cfg MatrixConfig, server string) MatrixRow {
 }
 
 // costAt is a campaign's claim cost at n done rows: buffers and ms per claim.
-func costAt(rep *Report, n int) string {
+func costAt(rep *campaign.Report, n int) string {
 	c := rep.ClaimCost
 	if c == nil || !c.Measurable {
 		return "not measured"
 	}
 	for _, r := range c.Rows {
 		if r.DoneRows == n {
-			return fmt.Sprintf("%s / %.2f ms", num(r.Buffers), r.ExecMs)
+			return fmt.Sprintf("%s / %.2f ms", textfmt.Thousands(r.Buffers), r.ExecMs)
 		}
 	}
 	return "not measured"
 }
 
-// PrintMatrix writes the matrix as a Markdown table, one row per server.
-func PrintMatrix(w io.Writer, rows []MatrixRow, doneRows int) {
+// Print writes the matrix as a Markdown table, one row per server.
+func Print(w io.Writer, rows []Row, doneRows int) {
 	queues := sut.Builtins()
 	head := []string{"server", "walkthrough"}
 	for _, q := range queues {
 		head = append(head, q)
 	}
 	head = append(head, "mutants caught", "claim waits in stress rounds ("+strings.Join(queues, " / ")+")",
-		fmt.Sprintf("claim cost at %s done rows, buffers / ms (%s)", num(int64(doneRows)), strings.Join(queues, "; ")))
+		fmt.Sprintf("claim cost at %s done rows, buffers / ms (%s)", textfmt.Thousands(int64(doneRows)), strings.Join(queues, "; ")))
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 	for _, r := range rows {
 		if r.Err != "" {
@@ -175,8 +178,8 @@ func PrintMatrix(w io.Writer, rows []MatrixRow, doneRows int) {
 	}
 }
 
-// MatrixProblems lists what did not hold, one item per server and result.
-func MatrixProblems(rows []MatrixRow) []string {
+// Problems lists what did not hold, one item per server and result.
+func Problems(rows []Row) []string {
 	var out []string
 	for _, r := range rows {
 		switch {
@@ -187,7 +190,7 @@ func MatrixProblems(rows []MatrixRow) []string {
 			out = append(out, r.Server+": walkthrough "+r.Walkthrough)
 		}
 		for i, v := range r.Verdicts {
-			if v != VerdictHeld {
+			if v != campaign.VerdictHeld {
 				out = append(out, fmt.Sprintf("%s: %s %s", r.Server, sut.Builtins()[i], v))
 			}
 		}

@@ -1,8 +1,9 @@
-package campaign
-
-// This file holds the engines a campaign's modes drive (modes.go): the Prop state machine
-// (seqEngine), scheduled mode (schedEngine) and stress runs, the first two searched under rapid
-// with each search's own settings (checkRapid).
+// Package hunt is one search for a broken promise in one mode on one installed queue: the Prop
+// state machine under rapid (Sequential), scheduled mode under rapid (Scheduled), a stress run
+// (Stress), and the replays of saved cases and histories. Each returns its finding as a value.
+// Campaigns, the kill table and replays drive them; rapid runs outside `go test` here, with each
+// search's own settings.
+package hunt
 
 import (
 	"context"
@@ -14,18 +15,17 @@ import (
 	"sync"
 	"time"
 
-	"pgqcheck/internal/rapidrun"
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/report"
-	"pgqcheck/linear/schedule"
-	"pgqcheck/linear/stress"
-
 	"pgregory.net/rapid"
 
 	"pgqcheck/corpus"
 	"pgqcheck/fuzz"
+	"pgqcheck/internal/rapidrun"
 	"pgqcheck/internal/testflags"
 	"pgqcheck/internal/textfmt"
+	"pgqcheck/linear/history"
+	"pgqcheck/linear/report"
+	"pgqcheck/linear/schedule"
+	"pgqcheck/linear/stress"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sequential"
@@ -39,9 +39,9 @@ import (
 // every search of one campaign uses the same.
 var rapidMu sync.Mutex
 
-// rapidSettings are one search's rapid flags. Fail files are never written: a campaign keeps
+// Settings are one search's rapid flags. Fail files are never written: a campaign keeps
 // its own cases (.ops programs, fuzz inputs), which replay without rapid.
-type rapidSettings struct {
+type Settings struct {
 	Seed       uint64
 	Checks     int
 	ShrinkTime time.Duration
@@ -56,8 +56,8 @@ func setRapid(name, value string) (restore func()) {
 	return restore
 }
 
-// searchStats is what the property wrapper counted.
-type searchStats struct {
+// Stats is what the property wrapper counted.
+type Stats struct {
 	Failed       bool
 	Flaky        bool          // the last run (rapid's replay of its shrunk case) passed
 	Checks       int           // property runs until the first failure (all of them when it held)
@@ -65,10 +65,20 @@ type searchStats struct {
 	Elapsed      time.Duration
 }
 
+// Counter is told what a search runs while it runs, for a campaign's progress line.
+type Counter interface {
+	AddChecks(n int64)          // property runs completed or failed, shrinking aside
+	AddHistories(n int64)       // concurrent histories checked
+	AddOps(n int64)             // operations run
+	AddCounts(c program.Counts) // what they exercised
+	ShrinkRun()                 // a property run spent minimising a failure
+	Shrinking(delta int)        // a search started (+1) or stopped (-1) minimising a failure
+}
+
 // checkRapid runs prop under rapid with settings rs, outside `go test`, and counts property
 // runs, the first failing run and shrink runs itself (into st and tally), not from rapid's
 // text. prop is told whether a failure has been seen (its runs from then on are shrinking).
-func checkRapid(name string, rs rapidSettings, tally *Tally, prop func(t *rapid.T, failed func() bool)) (output string, st searchStats) {
+func checkRapid(name string, rs Settings, tally Counter, prop func(t *rapid.T, failed func() bool)) (output string, st Stats) {
 	var (
 		start    = time.Now()
 		failed   bool
@@ -103,7 +113,7 @@ func checkRapid(name string, rs rapidSettings, tally *Tally, prop func(t *rapid.
 			lastOK = passed
 			switch {
 			case failed:
-				tally.shrinkRun()
+				tally.ShrinkRun()
 			case passed:
 				st.Checks++
 				tally.AddChecks(1)
@@ -112,7 +122,7 @@ func checkRapid(name string, rs rapidSettings, tally *Tally, prop func(t *rapid.
 				st.Checks++
 				st.FirstFailure = time.Since(start)
 				tally.AddChecks(1)
-				tally.setShrink(+1)
+				tally.Shrinking(+1)
 			}
 		}()
 		prop(t, func() bool { return failed })
@@ -120,7 +130,7 @@ func checkRapid(name string, rs rapidSettings, tally *Tally, prop func(t *rapid.
 	})
 	release()
 	if failed {
-		tally.setShrink(-1)
+		tally.Shrinking(-1)
 	}
 	st.Elapsed = time.Since(start)
 	st.Failed = fail
@@ -132,51 +142,56 @@ func checkRapid(name string, rs rapidSettings, tally *Tally, prop func(t *rapid.
 // fail files of its own to replay under it, whatever the working directory.
 func searchName(queue string) string { return "pgqcheck-campaign-" + program.SafeName(queue) }
 
-// errNotReproduced is a failure that did not fail again when its program was replayed.
-var errNotReproduced = errors.New("a failing run did not fail again when its program was replayed (a nondeterministic queue or harness); rerun with the same --seed")
+// ErrNotReproduced is a failure that did not fail again when its program was replayed.
+var ErrNotReproduced = errors.New("a failing run did not fail again when its program was replayed (a nondeterministic queue or harness); rerun with the same --seed")
 
-// seqEngine is the Prop suite's state machine on one installed queue: the model and the queue
+// Sequential is the Prop suite's state machine on one installed queue: the model and the queue
 // side by side, one operation at a time.
-type seqEngine struct {
+type Sequential struct {
+	// RealTime adds leases that end by themselves and real pauses (property 8), as
+	// TestPropLeaseTime does.
+	RealTime bool
+	// NotPromised, when set, is offered what the queue did that it does not promise, once a
+	// search saw it: reduce makes its finding, at a cost the caller may decline.
+	NotPromised func(reduce func() *program.Finding)
+
 	env  *sequential.Env
 	name string
 	// replay runs saved cases on env's sessions (and a scheduler of its own for scheduled ones).
 	replay *corpus.Replayer
 	// reduce bounds the reduction of a failure's program after rapid's shrinking.
 	reduce time.Duration
-	// realTime adds leases that end by themselves and real pauses (property 8), as
-	// TestPropLeaseTime does.
-	realTime bool
 }
 
-func newSeqEngine(ctx context.Context, in *sut.Installed) (*seqEngine, error) {
+// NewSequential connects the Prop suite's sessions to an installed queue.
+func NewSequential(ctx context.Context, in *sut.Installed) (*Sequential, error) {
 	env, err := sequential.NewEnv(ctx, in, program.Workers, program.Lockers)
 	if err != nil {
 		return nil, err
 	}
-	return &seqEngine{env: env, name: searchName(in.Queue.Name), reduce: 30 * time.Second,
+	return &Sequential{env: env, name: searchName(in.Queue.Name), reduce: 30 * time.Second,
 		replay: &corpus.Replayer{In: in, Env: env}}, nil
 }
 
-// catchOnly keeps a failure's program as rapid left it: the kill table only needs the catch,
+// CatchOnly keeps a failure's program as rapid left it: the kill table only needs the catch,
 // and reducing a program with real pauses costs seconds per mutant.
-func (e *seqEngine) catchOnly() { e.reduce = program.NoReduction }
+func (e *Sequential) CatchOnly() { e.reduce = program.NoReduction }
 
-func (e *seqEngine) Close() {
+func (e *Sequential) Close() {
 	e.replay.Close()
 	e.env.Close()
 }
 
 // Reset ends what the last run left open (a locker holding a row), so that a round of another
 // mode on this database starts from an idle queue.
-func (e *seqEngine) Reset(ctx context.Context) error { return e.env.Reset(ctx) }
+func (e *Sequential) Reset(ctx context.Context) error { return e.env.Reset(ctx) }
 
-// Search runs the state machine (with real-time leases when realTime is set) under rapid,
+// Search runs the state machine (with real-time leases when RealTime is set) under rapid,
 // counting the operations into tally as they run. On a failure it returns the reduced finding;
 // an error is the harness failing, or a failure that does not reproduce.
-func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) (*program.Finding, searchStats, error) {
+func (e *Sequential) Search(ctx context.Context, rs Settings, tally Counter) (*program.Finding, Stats, error) {
 	env := e.env
-	search := sequential.NewSeqSearch(env, e.realTime)
+	search := sequential.NewSeqSearch(env, e.RealTime)
 	_, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
 		search.Run(ctx, t, func(action func(*rapid.T)) func(*rapid.T) {
 			return func(t *rapid.T) {
@@ -184,16 +199,18 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 				env.Counts = program.Counts{}
 				defer func() {
 					if !failed() && len(env.Trace) > n {
-						tally.observe(len(env.Trace)-n, env.Counts)
+						tally.AddOps(int64(len(env.Trace) - n))
+						tally.AddCounts(env.Counts)
 					}
 				}()
 				action(t)
 			}
 		})
 	})
-	if len(env.NotPromised) > 0 && !tally.hasNotPromised() {
-		np := sequential.ReduceNotPromised(ctx, env, env.NotPromised[0], e.reduce)
-		tally.sawNotPromised(newFailure(np, string(np.Mode), 0, 0, rs.Seed))
+	if len(env.NotPromised) > 0 && e.NotPromised != nil {
+		e.NotPromised(func() *program.Finding {
+			return sequential.ReduceNotPromised(ctx, env, env.NotPromised[0], e.reduce)
+		})
 	}
 	env.NotPromised = nil
 	if !st.Failed {
@@ -204,7 +221,7 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 	case f == nil && program.IsHarness(env.Last):
 		return nil, st, env.Last
 	case f == nil:
-		return nil, st, errNotReproduced
+		return nil, st, ErrNotReproduced
 	}
 	if st.Flaky {
 		f.Flaky = true
@@ -216,33 +233,33 @@ func (e *seqEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally) 
 // scheduled ones on concurrent sessions (corpus.Replayer). It returns the finding when a
 // property breaks, and the program as it ran, with the queue's answers, either way; an error
 // is the harness failing.
-func (e *seqEngine) Replay(ctx context.Context, p *program.Program) (*program.Finding, string, error) {
+func (e *Sequential) Replay(ctx context.Context, p *program.Program) (*program.Finding, string, error) {
 	f, err := e.replay.Replay(ctx, p)
 	return f, e.replay.Trace(), err
 }
 
-// schedEngine is scheduled mode on one installed queue: rapid draws a sequential prefix, two
-// or three concurrent suffixes and the interleaving, so a failure replays and shrinks.
-type schedEngine struct {
+// Scheduled is scheduled mode on one installed queue: rapid draws a sequential prefix, two or
+// three concurrent suffixes and the interleaving, so a failure replays and shrinks.
+type Scheduled struct {
 	s    *schedule.Scheduler
 	in   *sut.Installed
 	cfg  schedule.Config
 	name string
 }
 
-// newSchedEngine prepares scheduled mode; a failing run's report folder goes under reportDir
+// NewScheduled prepares scheduled mode; a failing run's report folder goes under reportDir
 // (named after name, rewritten by each failing run, so what is left is the last one's).
-func newSchedEngine(ctx context.Context, in *sut.Installed, name, reportDir string) *schedEngine {
+func NewScheduled(ctx context.Context, in *sut.Installed, name, reportDir string) *Scheduled {
 	cfg := schedule.Config{Name: name, ReportDir: reportDir}
-	return &schedEngine{s: schedule.NewScheduler(ctx, in, cfg), in: in, cfg: cfg, name: searchName(name)}
+	return &Scheduled{s: schedule.NewScheduler(ctx, in, cfg), in: in, cfg: cfg, name: searchName(name)}
 }
 
-func (e *schedEngine) Close() { e.s.Close() }
+func (e *Scheduled) Close() { e.s.Close() }
 
 // Search runs scheduled mode under rapid, each run one concurrent history checked. On a failure
 // the failing run's program is reduced (the one reducer) when shrink is set, and returned as a
 // finding whose program replays it.
-func (e *schedEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally, shrink bool) (*program.Finding, searchStats, error) {
+func (e *Scheduled) Search(ctx context.Context, rs Settings, tally Counter, shrink bool) (*program.Finding, Stats, error) {
 	out, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
 		defer func() {
 			if !failed() { // shrinking runs repeat what was counted
@@ -268,9 +285,9 @@ func (e *schedEngine) Search(ctx context.Context, rs rapidSettings, tally *Tally
 	return f, st, nil
 }
 
-// replayFuzzInput runs one scheduled run from a FuzzScheduled input file's choices; a failing
+// ReplayFuzzInput runs one scheduled run from a FuzzScheduled input file's choices; a failing
 // run's report folder goes into reportDir.
-func replayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir string) (*program.Finding, error) {
+func ReplayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir string) (*program.Finding, error) {
 	data, err := fuzz.ReadInputFile(path)
 	if err != nil {
 		return nil, err
@@ -279,9 +296,9 @@ func replayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir str
 	return schedule.ReplayInput(ctx, in, searchName(in.Queue.Name), cfg, data)
 }
 
-// stressOutcome is one stress run: what it exercised, its measures and report folder, and, on
+// StressOutcome is one stress run: what it exercised, its measures and report folder, and, on
 // a failure, the finding.
-type stressOutcome struct {
+type StressOutcome struct {
 	Seed      uint64
 	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
 	Ops       int64
@@ -294,15 +311,15 @@ type stressOutcome struct {
 	Crashes     []stress.CrashRound // its crash rounds, when it crashed the server
 }
 
-// runStress runs free-running concurrent traffic with injected faults for d, then a drain and
+// Stress runs free-running concurrent traffic with injected faults for d, then a drain and
 // the checks. A failing run's report folder goes under reportDir; a passing one's is written
 // to passDir (replacing the one before) when passDir is set.
-func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir, passDir string, crash stress.Crasher) (*stressOutcome, error) {
+func Stress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration, reportDir, passDir string, crash stress.Crasher) (*StressOutcome, error) {
 	res, err := stress.Run(ctx, in, stress.Config{Duration: d, Seed: seed, ReportDir: reportDir, PassDir: passDir, Crash: crash})
 	if err != nil {
 		return nil, err
 	}
-	o := &stressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Measures: res.Measures, ReportDir: res.ReportDir, Crashes: res.Crashes}
+	o := &StressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Measures: res.Measures, ReportDir: res.ReportDir, Crashes: res.Crashes}
 	if np := res.Verdict.NotPromised; len(np) > 0 {
 		o.NotPromised = &program.Finding{Violation: np[0], Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir}
 	}
@@ -318,9 +335,9 @@ func runStress(ctx context.Context, in *sut.Installed, seed uint64, d time.Durat
 	return o, nil
 }
 
-// saveFailingHistory saves the failing job's history of a report folder (the whole one when no
+// SaveFailingHistory saves the failing job's history of a report folder (the whole one when no
 // single job is to blame) as dst, marked with the property the checker must keep rejecting.
-func saveFailingHistory(reportDir, dst string, p model.Property) error {
+func SaveFailingHistory(reportDir, dst string, p model.Property) error {
 	src := filepath.Join(reportDir, report.JobFile)
 	if _, err := os.Stat(src); err != nil {
 		src = filepath.Join(reportDir, report.HistoryFile)
@@ -334,24 +351,4 @@ func saveFailingHistory(reportDir, dst string, p model.Property) error {
 		return err
 	}
 	return h.Save(dst)
-}
-
-// HistoryVerdict is what re-checking a saved history concluded.
-type HistoryVerdict struct {
-	OK          bool
-	Violation   *model.Violation // nil when OK, or when the history is malformed
-	Text        string           // the one-line verdict
-	Problems    []string
-	Explanation string
-}
-
-// CheckHistory re-checks a saved history (no Postgres needed) and, when htmlOut is set, writes
-// porcupine's timeline. A nil verdict means the file is not a history; a non-nil error with a
-// verdict means only the timeline could not be written.
-func CheckHistory(path, htmlOut string) (*HistoryVerdict, error) {
-	v, err := report.CheckFile(path, htmlOut)
-	if v == nil {
-		return nil, err
-	}
-	return &HistoryVerdict{OK: v.OK, Violation: v.Violation, Text: v.String(), Problems: v.Problems, Explanation: v.Explanation}, err
 }

@@ -1,0 +1,21 @@
+package matrix
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	_ "pgqcheck/goqueues" // the Go queues and their mutants
+	"pgqcheck/internal/testflags"
+	"pgqcheck/sut/pgserver"
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	testflags.Defaults(map[string]string{"test.parallel": testflags.WaitingParallel()})
+	// Campaigns here hunt mutants: the report folders of their expected failures go with the tests.
+	remove := testflags.ScratchTemp()
+	code := pgserver.Main(m)
+	remove()
+	os.Exit(code)
+}
