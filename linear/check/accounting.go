@@ -40,7 +40,7 @@ func Account(h *history.History) *Accounting {
 			a.OK++
 		}
 	}
-	a.judgeStrays(t)
+	a.judgeStrays(h.Shape, t)
 	return a
 }
 
@@ -144,7 +144,7 @@ func (a *Accounting) judgeJob(sh model.Shape, t *tally, id int64) bool {
 }
 
 // judgeStrays accounts for the jobs no acknowledged enqueue created.
-func (a *Accounting) judgeStrays(t *tally) {
+func (a *Accounting) judgeStrays(sh model.Shape, t *tally) {
 	var strays []int64
 	for _, id := range sortedIDs(t.mentioned) {
 		if !t.enqueued[id] {
@@ -155,9 +155,17 @@ func (a *Accounting) judgeStrays(t *tally) {
 	// enqueue whose answer was lost: it is the queue's as much as any other, and the drain
 	// must have completed it too.
 	for _, id := range strays {
-		if f, ok := t.final[id]; ok && f.Output.Found && f.Output.State != model.Done {
+		f, ok := t.final[id]
+		switch {
+		case !ok:
+		case f.Output.Found && f.Output.State != model.Done:
 			a.Lost = append(a.Lost, id)
 			a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d, created by an enqueue whose answer was lost, is %s after every lease lapsed and the queue drained (lost)", id, f.Output.State))
+		case !f.Output.Found && !(sh.DoneDeleted && len(t.accepted[id])+t.maybe[id] > 0):
+			// Seen once, then absent from a later snapshot: only a done job may vanish, and
+			// only where done rows are deleted.
+			a.Lost = append(a.Lost, id)
+			a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d, created by an enqueue whose answer was lost, was seen and is missing after the drain (lost)", id))
 		}
 	}
 	if len(strays) > t.unknownEnqueues {

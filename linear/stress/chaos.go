@@ -43,6 +43,7 @@ func (ch *chaos) snapshot() {
 		return
 	}
 	for _, row := range res.Rows {
+		ch.r.saw(row.ID)
 		if row.State == model.Done {
 			ch.done[row.ID] = true
 		}

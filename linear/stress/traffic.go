@@ -105,6 +105,8 @@ type run struct {
 
 	mu      sync.Mutex
 	known   []int64         // ids whose enqueue returned, in order
+	strays  []int64         // ids a claim or snapshot showed that no returned enqueue created
+	seen    map[int64]bool  // known and strays
 	claimed map[int64]bool  // ids some claim returned
 	recent  []program.Token // the last claims, for the chaos goroutine to aim at
 }
@@ -115,11 +117,20 @@ func (r *run) noteEnqueued(id int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.known = append(r.known, id)
+	r.seenLocked()[id] = true
+}
+
+func (r *run) seenLocked() map[int64]bool {
+	if r.seen == nil {
+		r.seen = map[int64]bool{}
+	}
+	return r.seen
 }
 
 func (r *run) noteClaim(t program.Token) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.sawLocked(t.ID)
 	r.claimed[t.ID] = true
 	r.recent = append(r.recent, t)
 	if len(r.recent) > 32 {
@@ -156,10 +167,27 @@ func (r *run) tableIDs(ctx context.Context, c *record.Client) ([]int64, error) {
 	return ids, nil
 }
 
+// knownIDs is every job the run knows exists: those whose enqueue returned, then the strays
+// (made by an enqueue whose answer was lost) a claim or a snapshot has shown since. A snapshot
+// that lacks one of them says something of it.
 func (r *run) knownIDs() []int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]int64(nil), r.known...)
+	return append(append([]int64(nil), r.known...), r.strays...)
+}
+
+// saw notes a job an answer showed.
+func (r *run) saw(id int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sawLocked(id)
+}
+
+func (r *run) sawLocked(id int64) {
+	if seen := r.seenLocked(); !seen[id] {
+		seen[id] = true
+		r.strays = append(r.strays, id)
+	}
 }
 
 // unclaimed returns the lowest enqueued job no claim has returned (a ready job, which a
