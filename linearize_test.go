@@ -52,16 +52,17 @@ func TestLinearStress(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkMeasures(t, res)
-				t.Logf("%s (checked in %v)", res, res.CheckTime.Round(time.Millisecond))
 				verdicts := program.NewVerdicts(q.Shape(), program.ConcurrentProperties...)
 				verdicts.NotPromised[model.PFencing] = int(res.Counts.NotPromised)
 				if res.Failed() {
-					if v := res.Verdict.Violation; v != nil {
-						verdicts.Violated[v.Property] = true
+					v := res.Verdict
+					if v.Violation != nil {
+						board.violated(t, q, v.Violation.Property)
 					}
-					t.Fatalf("%s\n%s\nverdict on %s:\n%s", res, res.Verdict.Explanation, q.Name, verdicts)
+					t.Fatalf("%s\n%sstress seed %d, %d operations; the history, the failing job's timeline and the measures page: %s",
+						v, indent(firstLines(v.Explanation, 24)), res.Seed, res.Counts.Ops, res.ReportDir)
 				}
-				t.Logf("verdict on %s:\n%s", q.Name, verdicts)
+				t.Logf("%s (checked in %v)\nverdict on %s:\n%s", res, res.CheckTime.Round(time.Millisecond), q.Name, verdicts)
 				switch {
 				case !tooLittle(res.Counts):
 					return
@@ -126,20 +127,23 @@ func TestLinearScheduled(t *testing.T) {
 				notPromised += int(s.Counts.NotPromised)
 				returned = true
 			}
-			defer func() {
-				if f := s.Last(); t.Failed() && f != nil {
-					s.Close()
-					if saveFinding(t, schedule.Reduce(ctx, in, cfg, f, *reduceFor)) != first && first != "" {
-						_ = os.Remove(first) // the reduced program replaces it
-					}
+			if failed, log := quietRapid(t, check); failed {
+				f := s.Last()
+				if f == nil {
+					t.Fatalf("a scheduled run failed without breaking a property (rapid's report: %s)", log)
 				}
-			}()
-			rapid.Check(t, check)
-			if !t.Failed() {
-				verdicts := program.NewVerdicts(q.Shape(), program.ConcurrentProperties...)
-				verdicts.NotPromised[model.PFencing] = notPromised
-				t.Logf("verdict on %s:\n%s", q.Name, verdicts)
+				s.Close()
+				reduced := schedule.Reduce(ctx, in, cfg, f, *reduceFor)
+				saved := saveFinding(t, reduced, log+"; the reduced run's report: "+reduced.ReportDir)
+				if saved != first && first != "" {
+					_ = os.Remove(first) // the reduced program replaces it
+				}
+				board.found(t, q, reduced, saved)
+				return
 			}
+			verdicts := program.NewVerdicts(q.Shape(), program.ConcurrentProperties...)
+			verdicts.NotPromised[model.PFencing] = notPromised
+			t.Logf("verdict on %s:\n%s", q.Name, verdicts)
 		})
 	}
 }

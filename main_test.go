@@ -15,5 +15,7 @@ func TestMain(m *testing.M) {
 	// rapid's shrinker may spend 30 s on one failure; program.Reduce finishes the job in well
 	// under a second, so rapid gets 10 s unless the command line chose otherwise.
 	testflags.Defaults(map[string]string{"rapid.shrinktime": "10s", "test.parallel": testflags.WaitingParallel()})
-	os.Exit(pgserver.Main(m))
+	code := pgserver.Main(m)
+	board.print(os.Stdout)
+	os.Exit(code)
 }

@@ -72,17 +72,17 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 		rt.Repeat(sequential.StateMachine(ctx, env, realTime))
 		returned = true
 	}
-	// rapid ends a failed property with FailNow; the deferred report still runs, and env then
-	// holds rapid's final replay of its shrunk case.
-	defer func() {
-		if t.Failed() {
-			if f := sequential.FindingOf(ctx, env, *reduceFor); f != nil && saveFinding(t, f) != first && first != "" {
-				_ = os.Remove(first) // the reduced program replaces it
-			}
+	// env holds rapid's final replay of its shrunk case once the property failed.
+	if failed, log := quietRapid(t, prop); failed {
+		f := sequential.FindingOf(ctx, env, *reduceFor)
+		if f == nil {
+			t.Fatalf("the property failed in the harness, not on the queue: %v (rapid's report: %s)", env.Last, log)
 		}
-	}()
-	rapid.Check(t, prop)
-	if t.Failed() {
+		saved := saveFinding(t, f, log)
+		if saved != first && first != "" {
+			_ = os.Remove(first) // the reduced program replaces it
+		}
+		board.found(t, q, f, saved)
 		return
 	}
 	t.Logf("exercised: %s", env.Counts)
@@ -113,37 +113,35 @@ func rapidChecks() int {
 	return n
 }
 
-// saveFirst saves a failing run's program as soon as it is found, before shrinking, and says
+// saveFirst saves a failing run's program as soon as it is found, before shrinking, and returns
 // where: the case survives whatever happens to the rest of the test.
 func saveFirst(t *testing.T, f *program.Finding) string {
 	path, _, err := corpus.Save(".", f, t.Name())
 	if err != nil {
-		t.Logf("found %s; could not save the program: %v", f.Verdict(), err)
 		return ""
 	}
-	t.Logf("found %s in %d operations; saved as %s before shrinking", f.Verdict(), len(f.Program.Ops), path)
 	return path
 }
 
-// saveFinding logs a finding and saves its program where TestPropPrograms replays it on every
-// `go test`: the regression corpus. A replay of a failure already saved adds nothing. It
-// returns the file that holds it.
-func saveFinding(t *testing.T, f *program.Finding) string {
-	t.Logf("reduced to %d operations:\n%s", len(f.Program.Ops), f)
+// saveFinding fails the test with a finding, its reduced program first, and saves the program
+// where TestPropPrograms replays it on every `go test`: the regression corpus. A replay of a
+// failure already saved adds nothing. rest names where the rest of the failure is kept (the
+// unreduced programs, rapid's draws). It returns the file that holds the program.
+func saveFinding(t *testing.T, f *program.Finding, rest string) string {
 	path, fresh, err := corpus.Save(".", f, t.Name())
 	if err != nil {
-		t.Logf("could not save the program: %v", err)
+		t.Errorf("%s(the program could not be saved: %v; unreduced programs and rapid's draws: %s)", f, err, rest)
 		return ""
 	}
 	replay := "go test -run PropPrograms ."
 	if dir := os.Getenv(sut.EnvSQLDir); dir != "" {
 		replay = sut.EnvSQLDir + "=" + dir + " " + replay
 	}
-	verb := "saved"
+	verb := "saved as"
 	if !fresh {
 		verb = "already saved as"
 	}
-	t.Logf("%s %s; it replays with: %s (or pgqcheck replay %s)", verb, path, replay, path)
+	t.Errorf("%s%s %s (replays with %s); unreduced programs and rapid's draws: %s", f, verb, path, replay, rest)
 	return path
 }
 
