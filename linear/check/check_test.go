@@ -68,6 +68,14 @@ func TestLinearCheckHandmade(t *testing.T) {
 			add("w1", 3, history.Never, model.Input{Kind: model.OpClaim}, model.Output{}).expire(5, 6, 1).claim("w2", 7, 8, 1, 2).history(false), 0},
 		{"an empty claim is always legal", new(hist).enq(1, 2, 1).claimNone("w1", 3, 4, false).history(false), 0},
 		{"a strict empty claim must be justified", new(hist).enq(1, 2, 1).claimNone("w1", 3, 4, true).history(false), model.PRecovery},
+		// A stale completion is property 1 wherever a snapshot lands: the reader that saw the
+		// job done overlapped the completion, was called first, and is not what broke.
+		{"stale completion beside an overlapping snapshot", new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1).expire(5, 6, 1).
+			claim("w2", 7, 8, 1, 2).observe(9, 30, 1, model.Done, 2, false).complete("w1", 10, 11, 1, 1, 1).history(false), model.PFencing},
+		// ... and when the stale completion's answer was lost, the snapshot that saw the job done
+		// shows what only that completion could have done.
+		{"stale completion whose answer was lost, seen done", new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1).expire(5, 6, 1).
+			claim("w2", 7, 8, 1, 2).complete("w1", 9, history.Never, 1, 1, 0).observe(10, 11, 1, model.Done, 2, false).history(false), model.PFencing},
 		{"drained: every job done once", new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1).complete("w1", 5, 6, 1, 1, 1).
 			observe(7, 8, 1, model.Done, 1, false).history(true), 0},
 		{"drained: a job lost", new(hist).enq(1, 2, 1).enq(3, 4, 2).claim("w1", 5, 6, 1, 1).complete("w1", 7, 8, 1, 1, 1).

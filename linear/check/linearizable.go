@@ -154,6 +154,7 @@ func explain(m porcupine.Model, sh model.Shape, job int64, part []porcupine.Oper
 	}
 	sort.SliceStable(rest, func(a, b int) bool { return part[rest[a]].Call < part[rest[b]].Call })
 	b.WriteString("then none of the remaining operations can come next:\n")
+	blamed := blameNext(sh, state, part, rest, minReturn)
 	var blame *model.Violation
 	for _, i := range rest {
 		o := part[i]
@@ -162,9 +163,12 @@ func explain(m porcupine.Model, sh model.Shape, job int64, part []porcupine.Oper
 		mark := ""
 		if o.Call <= minReturn && bad != nil {
 			mark = "  <- " + bad.Error()
-			if blame == nil {
-				blame = bad
-				v.Culprit = model.DescribeOp(in, out)
+		}
+		if i == blamed {
+			blame = bad
+			v.Culprit = model.DescribeOp(in, out)
+			if stale := staleCompletionSeen(state, part, in, out); stale != nil {
+				blame = stale
 			}
 		}
 		fmt.Fprintf(&b, "  %-44s %-12s%s\n", model.DescribeOp(in, out), fmt.Sprint(o.Metadata), mark)
@@ -175,4 +179,52 @@ func explain(m porcupine.Model, sh model.Shape, job int64, part []porcupine.Oper
 	}
 	return &model.Violation{Property: blame.Property, Name: blame.Name,
 		Detail: fmt.Sprintf("%s [job %d's history is not linearizable (property %d): this operation cannot follow the longest legal order of the others, which leaves the job %s]", blame.Detail, job, model.PLinearizable, state)}
+}
+
+// blameNext picks, among the operations that could come next (called before every other
+// remaining one returned) and cannot, the one that broke the property: a write before an
+// observation, since what a snapshot shows wrong is what some write did (a stale completion
+// is property 1 wherever a snapshot lands); among those, the earliest called. -1: none.
+func blameNext(sh model.Shape, state model.JobState, part []porcupine.Operation, rest []int, minReturn int64) int {
+	blamed, observation := -1, false
+	for _, i := range rest {
+		o := part[i]
+		in, out := o.Input.(model.Input), o.Output.(model.Output)
+		if o.Call > minReturn {
+			continue
+		}
+		if _, bad := sh.StepJob(state, in, out); bad == nil {
+			continue
+		}
+		obs := in.Kind == model.OpObserve
+		if blamed < 0 || (observation && !obs) {
+			blamed, observation = i, obs
+		}
+	}
+	return blamed
+}
+
+// staleCompletionSeen: a snapshot shows the job done where the model has it otherwise, and the
+// only completions that could have done it presented a generation that was not the current
+// one, their answers lost. The snapshot shows what a stale completion did: property 1.
+func staleCompletionSeen(state model.JobState, part []porcupine.Operation, in model.Input, out model.Output) *model.Violation {
+	if in.Kind != model.OpObserve || !out.Found || out.State != model.Done || state.State == model.Done {
+		return nil
+	}
+	var stale *model.Input
+	for _, o := range part {
+		ci, co := o.Input.(model.Input), o.Output.(model.Output)
+		if ci.Kind != model.OpComplete || co.Outcome != model.Unknown {
+			continue
+		}
+		if state.State == model.Running && ci.Gen == state.Gen {
+			return nil // the current owner's completion may have done it
+		}
+		stale = &ci
+	}
+	if stale == nil {
+		return nil
+	}
+	return model.Violate(model.PFencing, "a snapshot shows job %d done, which only complete(%d, gen %d), whose answer was lost, could have done, but the current generation was %d: a stale generation completed the job",
+		in.Job, stale.Job, stale.Gen, state.Gen)
 }
