@@ -97,11 +97,7 @@ func (ClaimStmt) SkipsLocked() bool { return true }
 
 func (st ClaimStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window) error {
 	if r.Err != nil {
-		var se *sut.StatementError
-		if errors.As(r.Err, &se) && se.LockWait() {
-			return model.Violate(model.PSkipLocked, "claim waited for a row lock another session holds instead of skipping the row (lock_timeout, SQLSTATE 55P03)")
-		}
-		return QueueError(r.Err)
+		return lockWaitOr(st, r.Err)
 	}
 	return m.Claim(at, st.Lease, r.Out.Found, r.Out.Job, r.Out.Gen)
 }
@@ -143,6 +139,17 @@ func (st ClaimStmt) Tally(t *Tally, r Result) {
 	if st.Timed() {
 		t.Timed++
 	}
+}
+
+// lockWaitOr judges the failure of a statement that must skip locked rows: a lock_timeout is
+// a wait for a row lock, property 5, as in every mode; any other failure is what QueueError
+// says.
+func lockWaitOr(st Stmt, err error) error {
+	var se *sut.StatementError
+	if errors.As(err, &se) && se.LockWait() {
+		return model.Violate(model.PSkipLocked, "%s waited for a row lock another session holds instead of skipping the row (lock_timeout, SQLSTATE 55P03)", st.Name())
+	}
+	return QueueError(err)
 }
 
 // Strictly returns st marked as issued while no other session could race it, where that
@@ -324,9 +331,14 @@ func (st RescueStmt) Answer(r Result) string {
 	}
 	return "jobs " + strings.Trim(fmt.Sprint(r.Jobs), "[]") + " ready"
 }
+
+// SkipsLocked: a rescue, like a claim, takes jobs while other sessions may hold rows locked;
+// it skips those rows and never waits for them.
+func (RescueStmt) SkipsLocked() bool { return true }
+
 func (st RescueStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window) error {
 	if r.Err != nil {
-		return QueueError(r.Err)
+		return lockWaitOr(st, r.Err)
 	}
 	return m.Rescue(at, r.Jobs)
 }

@@ -3,6 +3,7 @@ package sut
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,68 @@ func (in *Installed) Blocked(ctx context.Context, pid uint32) ([]int32, error) {
 	var pids []int32
 	err := in.admin.QueryRow(ctx, `SELECT pg_blocking_pids($1)`, int32(pid)).Scan(&pids)
 	return pids, err
+}
+
+// Wait is what a backend waits for, as Postgres tells it: the wait event, and each backend that
+// blocks it.
+type Wait struct {
+	Event    string // wait_event_type:wait_event, e.g. Lock:transactionid
+	Blockers []Blocker
+}
+
+// Blocker is a backend another waits for: its session's name (application_name, pgqcheck-<name>
+// for the suite's own), what it runs or ran last, its state, and how long its transaction has
+// been open.
+type Blocker struct {
+	PID      uint32
+	App      string
+	State    string
+	Query    string
+	XactOpen time.Duration
+}
+
+// Session is the suite's session name of a blocker ("" when the backend is not the suite's).
+func (b Blocker) Session() string {
+	name, ok := strings.CutPrefix(b.App, "pgqcheck-")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+func (b Blocker) String() string {
+	who := fmt.Sprintf("backend %d (application %q)", b.PID, b.App)
+	if s := b.Session(); s != "" {
+		who = fmt.Sprintf("%s (backend %d)", s, b.PID)
+	}
+	return fmt.Sprintf("%s, %s, its transaction open %v, running: %s", who, b.State, b.XactOpen.Round(time.Millisecond), textfmt.OneLine(b.Query))
+}
+
+// WaitOf says what backend pid waits for and who blocks it (no blockers: it waits for none).
+func (in *Installed) WaitOf(ctx context.Context, pid uint32) (Wait, error) {
+	var w Wait
+	rows, err := in.admin.Query(ctx, `
+SELECT coalesce(wa.wait_event_type || ':' || wa.wait_event, ''), b.pid, b.application_name, coalesce(b.state, ''),
+       left(b.query, 300), coalesce(extract(epoch FROM clock_timestamp() - b.xact_start), 0)::float8
+FROM pg_stat_activity wa
+CROSS JOIN LATERAL unnest(pg_blocking_pids(wa.pid)) AS bp(pid)
+JOIN pg_stat_activity b ON b.pid = bp.pid
+WHERE wa.pid = $1`, int32(pid))
+	if err != nil {
+		return w, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b Blocker
+		var bpid int32
+		var open float64
+		if err := rows.Scan(&w.Event, &bpid, &b.App, &b.State, &b.Query, &open); err != nil {
+			return w, err
+		}
+		b.PID, b.XactOpen = uint32(bpid), time.Duration(open*float64(time.Second))
+		w.Blockers = append(w.Blockers, b)
+	}
+	return w, rows.Err()
 }
 
 // Cancel cancels the statement backend pid runs (pg_cancel_backend).

@@ -108,9 +108,38 @@ func (r *scheduledRun) quiesce(forceProgress bool) {
 			r.trace[sess.traceIndex] += " [waits for a lock]"
 		}
 		if program.SkipsLocked(sess.inFlight.Stmt) {
-			r.failWith(model.Violate(model.PSkipLocked, "%s's %s waits for a row lock another session holds, instead of skipping the row", sess.state.Label(), sess.inFlight.Stmt.Name()))
+			r.judgeWait(sess)
 		}
 	}
+}
+
+// judgeWait judges a statement that must skip locked rows and waits: on a session of this run
+// it breaks property 5, and the finding names the blocker, what it runs and how long its
+// transaction has been open; on a backend outside the run it is the harness's fault, not the
+// queue's (a leftover of another run holds the row).
+func (r *scheduledRun) judgeWait(sess *scheduledSession) {
+	w, err := r.scheduler.in.WaitOf(r.scheduler.ctx, sess.client.PID())
+	if err != nil {
+		r.harnessFailed(err)
+		return
+	}
+	mine := map[string]bool{}
+	for _, o := range r.sessions {
+		mine[o.client.Name] = true
+	}
+	var blockers []string
+	for _, b := range w.Blockers {
+		if !mine[b.Session()] {
+			r.harnessFailed(fmt.Errorf("%s's %s waits (%s) on a backend outside this run: %s", sess.state.Label(), sess.inFlight.Stmt.Name(), w.Event, b))
+			return
+		}
+		blockers = append(blockers, b.String())
+	}
+	if len(blockers) == 0 {
+		blockers = []string{"no backend any more (the wait ended as it was looked at)"}
+	}
+	r.failWith(model.Violate(model.PSkipLocked, "%s's %s waits (%s) for a row lock held by %s, instead of skipping the row",
+		sess.state.Label(), sess.inFlight.Stmt.Name(), w.Event, strings.Join(blockers, "; ")))
 }
 
 // waitsSettled reports whether every waiting statement waits for a lock and no cycle of waits
