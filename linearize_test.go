@@ -195,6 +195,10 @@ func TestMutants(t *testing.T) {
 	for _, m := range ms {
 		byName[m.Name] = m
 	}
+	// A real-time catch hangs on a statement landing just past a lease's edge, which a loaded
+	// machine can shift: one whose program does not reproduce it is counted and reported here,
+	// with its program, not judged as a replay.
+	var unreproduced []string
 	for _, r := range kt.Rows {
 		fl := r.Failure
 		if fl == nil || fl.Finding() == nil {
@@ -205,13 +209,12 @@ func TestMutants(t *testing.T) {
 		case "stress":
 			t.Run(r.Mutant+"/stress-report", func(t *testing.T) { checkReport(t, f) })
 		case "scheduled":
+			if f.Flaky {
+				unreproduced = append(unreproduced, fmt.Sprintf("%s (rapid's own replay of it):\n%s", r.Mutant, f.Program.Format()))
+				continue
+			}
 			t.Run(r.Mutant+"/scheduled-replay", func(t *testing.T) {
 				// The failure replays from its program alone: the interleaving is the program.
-				// A real-time catch that rapid's own replay did not reproduce (the run's timing
-				// put a statement past a lease's edge) is kept as such, marked, and not asked to.
-				if f.Flaky {
-					t.Skipf("caught, not reproduced by rapid's replay:\n%s", f.Program.Format())
-				}
 				m := byName[r.Mutant]
 				in := suttest.Install(t, m.Queue)
 				var g *program.Finding
@@ -223,12 +226,15 @@ func TestMutants(t *testing.T) {
 				switch {
 				case caught && err == nil:
 				case err == nil && m.Replays() > 1:
-					t.Skipf("caught, not reproduced in %d replays (the catch hung on a statement's timing at a lease's edge):\n%s", m.Replays(), f.Program.Format())
+					unreproduced = append(unreproduced, fmt.Sprintf("%s (%d replays of its program):\n%s", r.Mutant, m.Replays(), f.Program.Format()))
 				default:
 					t.Fatalf("the failure did not replay from its program (%v, %v):\n%s", g, err, f.Program.Format())
 				}
 			})
 		}
+	}
+	if n := len(unreproduced); n > 0 {
+		t.Logf("%d real-time scheduled catches did not reproduce from their programs (each was caught; its replay missed the lease's edge):\n%s", n, strings.Join(unreproduced, "\n"))
 	}
 }
 
