@@ -28,7 +28,7 @@ func TestDeclarations(t *testing.T) {
 		"built-in split":    {order: model.Any, canLock: true},
 		"built-in subquery": {order: model.LowestID, canLock: true},
 		"built-in lifecycle": {order: model.LowestID, canLock: true, shape: model.Shape{Life: model.Lifecycle{
-			On: true, MaxAttempts: 3, Backoff: 200 * time.Millisecond, Factor: 2, Renews: true, Effects: true}}},
+			On: true, MaxAttempts: 3, Backoff: 100 * time.Millisecond, Factor: 2, Renews: true, Effects: true}}},
 		"at-least-once":                    {order: model.LowestID, shape: model.Shape{Unfenced: true}, canLock: true},
 		"claimed-executions":               {order: model.LowestID, shape: model.Shape{NoGeneration: true}, canLock: true},
 		"deleted-uuid":                     {order: model.LowestID, shape: model.Shape{DoneDeleted: true}, opaque: true, canLock: true},

@@ -86,7 +86,7 @@ func TestLifecycleLoadErrors(t *testing.T) {
 
 func TestLifecycleLoadAccepts(t *testing.T) {
 	q := sut.MustBuiltin("lifecycle")
-	want := model.Lifecycle{On: true, MaxAttempts: 3, Backoff: 200 * time.Millisecond, Factor: 2, Renews: true, Effects: true}
+	want := model.Lifecycle{On: true, MaxAttempts: 3, Backoff: 100 * time.Millisecond, Factor: 2, Renews: true, Effects: true}
 	if q.Shape().Life != want || q.Reset == "" {
 		t.Fatalf("the lifecycle queue declares %+v (reset %q), want %+v and a reset.sql", q.Shape().Life, q.Reset, want)
 	}

@@ -1,1 +1,1 @@
-INSERT INTO retry_policy VALUES (3, interval '200 milliseconds', 2)
+INSERT INTO retry_policy VALUES (3, interval '100 milliseconds', 2)

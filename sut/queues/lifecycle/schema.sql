@@ -14,14 +14,14 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_ready ON jobs (run_at, id) WHERE state='ready';
 CREATE INDEX jobs_expired ON jobs (lease_until, id) WHERE state='running';
 
--- The retry policy fail.sql reads: three attempts, 200 ms after the first failure, doubling.
+-- The retry policy fail.sql reads: three attempts, 100 ms after the first failure, doubling.
 -- reset.sql puts the row back after the suite's reset empties the table.
 CREATE TABLE retry_policy (
   max_attempts int NOT NULL CHECK (max_attempts > 0),
   backoff interval NOT NULL,
   factor int NOT NULL CHECK (factor >= 1)
 );
-INSERT INTO retry_policy VALUES (3, interval '200 milliseconds', 2);
+INSERT INTO retry_policy VALUES (3, interval '100 milliseconds', 2);
 
 -- The business table: the orders completed jobs fulfilled. effect.sql writes a row in the
 -- transaction of the job's completion, so a refused completion rolls it back.
