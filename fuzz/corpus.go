@@ -97,6 +97,27 @@ func Corpus() []Entry {
 			Steps: []Step{Enqueue(3), ClaimTxn(2, 0, 1, 0, TxnCompleteCommit)}},
 		{Name: "mutant-complete-accepts-late-lease", Mutant: "complete-accepts-late-lease", Property: model.PFencing,
 			Steps: []Step{Enqueue(1), TimedClaim(0, 0), Near(0, 0, true), Complete(0, 0)}},
+
+		// The lifecycle's: the seed's hard case with a failure or a renewal in place of the stale
+		// completion; a lapsed lease renewed; a job failing past its limit, or dead and claimed
+		// again; a claim before a run-at time or a backoff's end; a failure the drain cannot
+		// account for.
+		{Name: "mutant-fail-ignores-generation", Mutant: "fail-ignores-generation", Property: model.PWriteFencing,
+			Steps: []Step{Enqueue(1), Claim(1), Expire(0), Claim(0), Fail(1, 0, false)}},
+		{Name: "mutant-renew-ignores-generation", Mutant: "renew-ignores-generation", Property: model.PWriteFencing,
+			Steps: []Step{Enqueue(1), Claim(1), Expire(0), Claim(0), Renew(1, 0)}},
+		{Name: "mutant-renew-revives-lapsed", Mutant: "renew-revives-lapsed", Property: model.PRenewal,
+			Steps: []Step{Enqueue(1), Claim(0), Expire(0), Renew(0, 0)}},
+		{Name: "mutant-retry-past-attempt-limit", Mutant: "retry-past-attempt-limit", Property: model.PRetries,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Sleep(2), Claim(1), Fail(1, 0, false), Sleep(2), Sleep(2), Claim(2), Fail(2, 0, false)}},
+		{Name: "mutant-dead-job-comes-back", Mutant: "dead-job-comes-back", Property: model.PRetries,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, true), Sleep(2), Claim(1)}},
+		{Name: "mutant-claim-before-run-at", Mutant: "claim-before-run-at", Property: model.PScheduling,
+			Steps: []Step{Later(0, 2), Claim(0)}},
+		{Name: "mutant-fail-without-backoff", Mutant: "fail-without-backoff", Property: model.PScheduling,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Claim(1)}},
+		{Name: "mutant-fail-loses-job", Mutant: "fail-loses-job", Property: model.PDrain,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Drain(1)}},
 	}
 }
 

@@ -76,8 +76,12 @@ func (j Job) lease() string {
 type Queue struct {
 	Order Order
 	Shape Shape
-	jobs  map[int64]*Job
-	ids   []int64 // ascending
+	// Draining: the harness is draining the queue, expiring every lease and claiming until
+	// none; a job it finds eligible and cannot take is then, where the queue has a lifecycle,
+	// one the drain cannot account for (property 15).
+	Draining bool
+	jobs     map[int64]*Job
+	ids      []int64 // ascending
 	// completions counts accepted completions per job (property 4 wants at most one).
 	completions map[int64]int
 	// effects is the ledger of business effects that committed, per job (property 16).
@@ -95,7 +99,7 @@ func New(order Order) *Queue {
 // Clone returns an independent copy, for callers that explore what-ifs.
 func (q *Queue) Clone() *Queue {
 	c := New(q.Order)
-	c.Shape = q.Shape
+	c.Shape, c.Draining = q.Shape, q.Draining
 	for _, id := range q.ids {
 		j := *q.jobs[id]
 		c.jobs[id] = &j
@@ -301,7 +305,7 @@ func (q *Queue) claimRefused(at Window, j *Job) *Violation {
 	case j.State == Done:
 		return Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", j.ID)
 	case j.State == Dead:
-		return Violate(PRetries, "claim returned job %d, which is dead after %d attempts (dead is terminal)", j.ID, j.Attempts)
+		return Violate(PRetries, "claim returned job %d, which is dead, its attempts at %d (dead is terminal)", j.ID, j.Attempts)
 	case j.State == Running && j.LeaseAt(at) == Live:
 		return Violate(PExclusion, "claim at %s returned job %d, whose generation %d still held a lease that was certainly live: %s", at, j.ID, j.Generation, j.lease())
 	case j.Locked:
@@ -315,10 +319,14 @@ func (q *Queue) claimRefused(at Window, j *Job) *Violation {
 }
 
 // lost is the verdict on a claim in window at that returned nothing while job id was certainly
-// eligible: a job no claim takes is lost, and one that a failure made ready again is a failure
-// lost.
+// eligible: a job no claim takes is lost, one that a failure made ready again is a failure
+// lost, and one a drain cannot take is a drain that cannot account for every job.
 func (q *Queue) lost(at Window, id int64) *Violation {
-	if j := q.jobs[id]; j.Failed && j.State == Ready {
+	j := q.jobs[id]
+	if q.Draining && q.Shape.Life.On {
+		return Violate(PDrain, "the drain's claim at %s returned no job, but job %d is eligible and unlocked (%s%s): the drain cannot account for it", at, id, q.describe(id), q.since(j))
+	}
+	if j.Failed && j.State == Ready {
 		return Violate(PRetries, "claim at %s returned no job, but job %d failed and is due again since %s (%d attempts, kept %q): the failure lost the job", at, id, Stamp(j.Due.To), j.Attempts, j.Kept)
 	}
 	return Violate(PRecovery, "claim at %s returned no job, but job %d is eligible and unlocked (%s)", at, id, q.describe(id))

@@ -137,11 +137,12 @@ func (e *Env) Step(ctx context.Context, op program.Op) error {
 	var err error
 	switch o := op.(type) {
 	case program.Procedure:
+		d, drain := o.(program.Drain)
+		e.Model.Draining = drain
 		err = o.Run(ctx, e)
-		if err == nil {
-			if d, ok := o.(program.Drain); ok {
-				err = e.drained(d)
-			}
+		e.Model.Draining = false
+		if err == nil && drain {
+			err = e.drained(d)
 		}
 	case program.Step:
 		_, err = e.Do(ctx, o)
