@@ -39,6 +39,7 @@ func Corpus() []Entry {
 		Complete(1, 0),          // generation 2: 1 row
 	}
 	staleCompletion := []Step{Enqueue(1), Claim(1), Expire(0), Claim(0), Complete(1, 0)}
+	staleEffect := []Step{Enqueue(1), Claim(0), Pause(0), Claim(1), WithEffect(0, 0)}
 	return []Entry{
 		{Name: "seed-walkthrough", Steps: seedWalkthrough},
 		{Name: "seed-locker-cancelled", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, EndCancel), Claim(1), Complete(1, 0)}},
@@ -118,6 +119,11 @@ func Corpus() []Entry {
 			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Claim(1)}},
 		{Name: "mutant-fail-loses-job", Mutant: "fail-loses-job", Property: model.PDrain,
 			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Drain(1)}},
+		// A stale worker's completion with its business effect: refused, it must leave none.
+		{Name: "mutant-effect-own-transaction", Mutant: "effect-own-transaction", Property: model.PEffects,
+			Steps: staleEffect},
+		{Name: "mutant-effect-kept-on-refusal", Mutant: "effect-kept-on-refusal", Property: model.PEffects,
+			Steps: staleEffect},
 	}
 }
 

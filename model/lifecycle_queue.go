@@ -144,7 +144,7 @@ func (q *Queue) CheckEffects(got []EffectCount) error {
 	held := map[int64]int64{}
 	for _, e := range got {
 		if _, ok := q.jobs[e.Job]; !ok {
-			return Violate(PEffects, "the business table holds %d effects of job %d, which was never enqueued", e.Count, e.Job)
+			return Violate(PEffects, "the business table holds %s of job %d, which was never enqueued", effectsWord(e.Count), e.Job)
 		}
 		held[e.Job] += e.Count
 	}
@@ -154,12 +154,19 @@ func (q *Queue) CheckEffects(got []EffectCount) error {
 		want, n := int64(q.effects[id]), held[id]
 		switch j := q.jobs[id]; {
 		case n > want && want == 0:
-			return Violate(PEffects, "the business table holds %d effects of job %d (%s), but no completion of it committed with its effect: a refused, stale or expired completion left its effect", n, id, j.State)
+			return Violate(PEffects, "the business table holds %s of job %d (%s), but no completion of it committed with its effect: a refused, stale or expired completion left its effect", effectsWord(n), id, j.State)
 		case n > want:
-			return Violate(PEffects, "the business table holds %d effects of job %d, but one completion committed with its effect: the effect was applied %d times", n, id, n)
+			return Violate(PEffects, "the business table holds %s of job %d, but one completion committed with its effect: the effect was applied %d times", effectsWord(n), id, n)
 		case n < want:
-			return Violate(PEffects, "the business table holds %d effects of job %d, but its completion committed with one: the effect was lost", n, id)
+			return Violate(PEffects, "the business table holds %s of job %d, but its completion committed with one: the effect was lost", effectsWord(n), id)
 		}
 	}
 	return nil
+}
+
+func effectsWord(n int64) string {
+	if n == 1 {
+		return "1 effect"
+	}
+	return fmt.Sprintf("%d effects", n)
 }

@@ -34,6 +34,7 @@ func TestDeclarations(t *testing.T) {
 		"deleted-uuid":                     {order: model.LowestID, shape: model.Shape{DoneDeleted: true}, opaque: true, canLock: true},
 		"rescued":                          {order: model.LowestID, shape: model.Shape{RescueOnly: true}, lease: time.Second, canLock: true, canRescue: true},
 		"registered txbound":               {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
+		"registered effects":               {order: model.LowestID, shape: model.Shape{Life: model.Lifecycle{Effects: true}}, canLock: true},
 		"registered txbound-commits-early": {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
 	}
 	variants, err := sut.Variants(suttest.ModuleDir(t, "."))
