@@ -6,6 +6,7 @@ import (
 
 	"pgqcheck/faultproxy"
 	"pgqcheck/program"
+	"pgqcheck/program/lifecycle"
 )
 
 // Weights is how often a generator draws each kind of operation: generation is configuration,
@@ -109,6 +110,7 @@ var Kinds = []*Kind{
 	{Name: "heartbeat-edge", SeqRT: 2, Needs: Can{Heartbeat: true}, Draw: heartbeatEdge},
 	{Name: "backoff-edge", SeqRT: 2, Needs: Can{Fail: true}, Draw: backoffEdge},
 	{Name: "run-at-edge", SeqRT: 1, Needs: Can{Delay: true}, Draw: runAtEdge},
+	{Name: "count-effects", Suffix: 1, Needs: Can{Effect: true}, Draw: func(d *Draw) []program.Op { return one(lifecycle.CountEffects{S: d.Worker()}) }},
 }
 
 // FuzzCodes is FuzzQueue's encoding: a step's first byte, modulo their number, is the position

@@ -25,6 +25,7 @@ const (
 	fmtEffectPart    = "effect of newest"
 	fmtEffectPartBk  = "effect of newest-%d"
 	fmtSettle        = "commit if completed, else rollback"
+	fmtCount         = "count effects"
 	fmtDueBefore     = "pause until %v before the last job falls due"
 	fmtDueAfter      = "pause until %v after the last job falls due"
 )
@@ -200,6 +201,19 @@ func (o Settle) Stmts(w *program.World) []program.Stmt {
 	return []program.Stmt{program.RollbackStmt}
 }
 
+// CountEffects reads the business table's effect count of every job, which a concurrent history
+// records one observation per job whose enqueue returned before it was sent.
+type CountEffects struct{ S string }
+
+func (o CountEffects) String() string { return on(o.S) + fmtCount }
+func (o CountEffects) On() string     { return o.S }
+func (o CountEffects) Applicable(w *program.World) bool {
+	return w.Life.Effects && (program.Snapshot{S: o.S}).Applicable(w)
+}
+func (o CountEffects) Stmts(w *program.World) []program.Stmt {
+	return []program.Stmt{EffectsStmt{Known: append([]int64(nil), w.Jobs...)}}
+}
+
 // DueEdge pauses until Margin before (or, After, past) the moment the last job the run
 // scheduled falls due (a run-at delay, a failure's backoff), as far as the clock readings
 // around those statements place it: what runs next (a claim, the snapshot after every step)
@@ -256,6 +270,7 @@ func init() {
 	tokenOp(fmtEffectPart, func(s string, n int) program.Op { return Effect{S: s, Back: n} })
 	tokenOp(fmtEffectPartBk, func(s string, n int) program.Op { return Effect{S: s, Back: n} })
 	tokenOp(fmtSettle, func(s string, _ int) program.Op { return Settle{S: s} })
+	tokenOp(fmtCount, func(s string, _ int) program.Op { return CountEffects{S: s} })
 	timed := func(format string, build func(s string, d time.Duration) program.Op) {
 		program.Syntax(format, func(s string, v []string) (program.Op, error) {
 			d, err := time.ParseDuration(v[0])

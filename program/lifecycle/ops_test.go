@@ -17,7 +17,7 @@ func TestOpsRoundTrip(t *testing.T) {
 		lifecycle.Renew{S: "w0"}, lifecycle.Renew{S: "s2", Back: 1}, lifecycle.Heartbeat{S: "w1"},
 		lifecycle.Later{S: "s0", Delay: 250 * time.Millisecond}, lifecycle.Later{Delay: time.Second},
 		lifecycle.WithEffect{S: "w0"}, lifecycle.WithEffect{S: "w2", Back: 1},
-		lifecycle.Effect{S: "s1"}, lifecycle.Effect{S: "s1", Back: 2}, lifecycle.Settle{S: "s0"},
+		lifecycle.Effect{S: "s1"}, lifecycle.Effect{S: "s1", Back: 2}, lifecycle.Settle{S: "s0"}, lifecycle.CountEffects{S: "s2"},
 		lifecycle.DueEdge{Margin: 40 * time.Millisecond}, lifecycle.DueEdge{Margin: 10 * time.Millisecond, After: true},
 	} {
 		got, err := program.ParseOp(op.String())
