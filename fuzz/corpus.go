@@ -119,6 +119,12 @@ func Corpus() []Entry {
 			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Claim(1)}},
 		{Name: "mutant-fail-loses-job", Mutant: "fail-loses-job", Property: model.PDrain,
 			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Drain(1)}},
+		// A worker's heartbeat after its lease lapsed; a job whose last attempt failed and whose
+		// next one got stuck, which the drain's rescue must make dead.
+		{Name: "mutant-heartbeat-revives-lapsed", Mutant: "heartbeat-revives-lapsed", Property: model.PRenewal,
+			Steps: []Step{Enqueue(1), Claim(0), Expire(0), Heartbeat(0)}},
+		{Name: "mutant-rescue-retries-exhausted", Mutant: "rescue-retries-exhausted", Property: model.PRetries,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Sleep(1), Claim(1), Drain(0)}},
 		// A stale worker's completion with its business effect: refused, it must leave none.
 		{Name: "mutant-effect-own-transaction", Mutant: "effect-own-transaction", Property: model.PEffects,
 			Steps: staleEffect},

@@ -33,6 +33,7 @@ func TestDeclarations(t *testing.T) {
 		"claimed-executions":               {order: model.LowestID, shape: model.Shape{NoGeneration: true}, canLock: true},
 		"deleted-uuid":                     {order: model.LowestID, shape: model.Shape{DoneDeleted: true}, opaque: true, canLock: true},
 		"rescued":                          {order: model.LowestID, shape: model.Shape{RescueOnly: true}, lease: time.Second, canLock: true, canRescue: true},
+		"heartbeat":                        {order: model.LowestID, shape: model.Shape{Life: model.Lifecycle{Renews: true, WorkerLease: true}}, canLock: true},
 		"registered txbound":               {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
 		"registered effects":               {order: model.LowestID, shape: model.Shape{Life: model.Lifecycle{Effects: true}}, canLock: true},
 		"registered txbound-commits-early": {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
