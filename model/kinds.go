@@ -310,14 +310,7 @@ func (observeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *
 	case !s.Exists:
 		return s, nil
 	case out.State != s.State:
-		p := PRecovery
-		switch {
-		case out.State == Dead || s.State == Dead || s.Failed:
-			p = PRetries
-		case out.State == Done || s.State == Done:
-			p = PDoneOnce
-		}
-		return s, Violate(p, "a snapshot shows job %d %s, but it must be %s", id, out.State, s)
+		return s, Violate(stateBroken(s.State, out.State, s.Failed), "a snapshot shows job %d %s, but it must be %s", id, out.State, s)
 	case out.Gen != s.Gen && !sh.NoGeneration:
 		return s, Violate(PGenerations, "a snapshot shows job %d at generation %d, but it must be %s", id, out.Gen, s)
 	case sh.Life.On && (out.Attempts != s.Attempts || out.Kept != s.Kept):

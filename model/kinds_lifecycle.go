@@ -49,22 +49,28 @@ func (sh Shape) failed(s JobState, in Input) JobState {
 // staleWrite is the promise an accepted fail or renewal by a token that did not own the job's
 // live lease broke, the job being what it was.
 func staleWrite(s JobState, in Input, what string) *Violation {
-	call := fmt.Sprintf("%s(%d, gen %d)", what, in.Job, in.Gen)
+	return staleWriteOf(fmt.Sprintf("%s(%d, gen %d)", what, in.Job, in.Gen), what, s.Exists, s.State, s.Gen, in.Gen, in.At,
+		fmt.Sprintf("it ended %s", s.Until))
+}
+
+// staleWriteOf is staleWrite for a job that exists or not, in state st at generation cur, whose
+// lease ended as lease says, written by generation gen in window at.
+func staleWriteOf(call, what string, exists bool, st State, cur, gen int64, at Window, lease string) *Violation {
 	switch {
-	case !s.Exists:
-		return Violate(PWriteFencing, "%s changed 1 row, but job %d was never enqueued", call, in.Job)
-	case s.State == Done:
+	case !exists:
+		return Violate(PWriteFencing, "%s changed 1 row, but the job was never enqueued", call)
+	case st == Done:
 		return Violate(PDoneOnce, "%s changed 1 row, but the job was done (done is terminal)", call)
-	case s.State == Dead:
+	case st == Dead:
 		return Violate(PRetries, "%s changed 1 row, but the job is dead (dead is terminal)", call)
-	case s.State != Running:
-		return Violate(PWriteFencing, "%s changed 1 row, but the job is %s, not running", call, s.State)
-	case s.Gen != in.Gen:
-		return Violate(PWriteFencing, "%s changed 1 row, but the current generation is %d: a stale owner wrote to the job", call, s.Gen)
+	case st != Running:
+		return Violate(PWriteFencing, "%s changed 1 row, but the job is %s, not running", call, st)
+	case cur != gen:
+		return Violate(PWriteFencing, "%s changed 1 row, but the current generation is %d: a stale owner wrote to the job", call, cur)
 	case what == "renew":
-		return Violate(PRenewal, "%s at %s changed 1 row, but its lease was certainly over (it ended %s): the renewal revived a lapsed lease", call, in.At, s.Until)
+		return Violate(PRenewal, "%s at %s changed 1 row, but its lease was certainly over (%s): the renewal revived a lapsed lease", call, at, lease)
 	}
-	return Violate(PWriteFencing, "%s at %s changed 1 row, but its lease was certainly over (it ended %s): an expired owner wrote to the job", call, in.At, s.Until)
+	return Violate(PWriteFencing, "%s at %s changed 1 row, but its lease was certainly over (%s): an expired owner wrote to the job", call, at, lease)
 }
 
 func (failSpec) describe(in Input, out Output) (string, string) {

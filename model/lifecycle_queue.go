@@ -44,21 +44,10 @@ func (q *Queue) Fail(at Window, id, gen int64, retryable bool, text string, rows
 // have changed nothing.
 func (q *Queue) staleWrite(what string, at Window, id, gen int64, j *Job) *Violation {
 	call := fmt.Sprintf("%s(%d, gen %d)", what, id, gen)
-	switch {
-	case j == nil:
-		return Violate(PWriteFencing, "%s changed 1 row, but job %d does not exist", call, id)
-	case j.State == Done:
-		return Violate(PDoneOnce, "%s changed 1 row, but the job was done (done is terminal)", call)
-	case j.State == Dead:
-		return Violate(PRetries, "%s changed 1 row, but the job is dead (dead is terminal)", call)
-	case j.State != Running:
-		return Violate(PWriteFencing, "%s changed 1 row, but the job is %s, not running", call, j.State)
-	case j.Generation != gen:
-		return Violate(PWriteFencing, "%s changed 1 row, but the current generation is %d: a stale owner wrote to the job", call, j.Generation)
-	case what == "renew":
-		return Violate(PRenewal, "%s at %s changed 1 row, but its lease was certainly over: %s; the renewal revived a lapsed lease", call, at, j.lease())
+	if j == nil {
+		return staleWriteOf(call, what, false, "", 0, gen, at, "")
 	}
-	return Violate(PWriteFencing, "%s at %s changed 1 row, but its lease was certainly over: %s; an expired owner wrote to the job", call, at, j.lease())
+	return staleWriteOf(call, what, true, j.State, j.Generation, gen, at, j.lease())
 }
 
 // Renew checks the rows a renew(id, gen, lease) in window at reported, and applies it: it must

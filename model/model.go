@@ -594,14 +594,7 @@ func (q *Queue) checkRow(at Window, w *Job, g Row) *Violation {
 	id, lc := w.ID, q.Shape.Life
 	switch {
 	case g.State != w.State:
-		p := PRecovery
-		switch {
-		case w.State == Dead || g.State == Dead || w.Failed:
-			p = PRetries
-		case w.State == Done || g.State == Done:
-			p = PDoneOnce
-		}
-		return Violate(p, "job %d is %s in the queue, but the specification says %s%s", id, g.State, w.State, q.since(w))
+		return Violate(stateBroken(w.State, g.State, w.Failed), "job %d is %s in the queue, but the specification says %s%s", id, g.State, w.State, q.since(w))
 	case g.Generation != w.Generation && !q.Shape.NoGeneration:
 		return Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", id, g.Generation, w.Generation)
 	case lc.On && g.Attempts != w.Attempts:
@@ -620,6 +613,19 @@ func (q *Queue) checkRow(at Window, w *Job, g Row) *Violation {
 		return Violate(PDBTime, "job %d's lease is %s in a snapshot at %s, but it was %s: %s", id, liveWord(g.LeaseLive), at, live, w.lease())
 	}
 	return nil
+}
+
+// stateBroken is the promise a job seen in state got, where the specification says want,
+// broke: a dead job's, or one that failed, is the retries'; a done one's, done at most once;
+// any other, recovery.
+func stateBroken(want, got State, failed bool) Property {
+	switch {
+	case want == Dead || got == Dead || failed:
+		return PRetries
+	case want == Done || got == Done:
+		return PDoneOnce
+	}
+	return PRecovery
 }
 
 // since says, for a verdict, what the job's last failure made of it.

@@ -188,7 +188,7 @@ func (c *Counts) Observe(op Op, a Answers, err error) {
 		// drained rather than as workers' claims.
 		c.Drains++
 		c.DrainedJobs += int64(a.Accepted)
-	default: // an operation of another package: what its statements answered
+	default: // the claims and completions its statements answered (a completion with its effect)
 		claimsAndCompletions()
 	}
 }

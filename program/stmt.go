@@ -108,7 +108,7 @@ func SkipsLocked(st Stmt) bool {
 	return ok && t.SkipsLocked()
 }
 
-// StatementFailed records on the world that a statement of s failed: a transaction it ran in
+// StatementFailed records on the session that one of its statements failed: a transaction it ran in
 // can now only end.
 func (s *Session) StatementFailed() {
 	if s.InTxn {

@@ -17,7 +17,6 @@ import (
 // empty string removes the file).
 func copyLifecycle(t *testing.T, edits map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
 	src := filepath.Join("queues", "lifecycle")
 	ents, err := os.ReadDir(src)
 	if err != nil {
@@ -31,18 +30,7 @@ func copyLifecycle(t *testing.T, edits map[string]string) string {
 		}
 		files[e.Name()] = string(b)
 	}
-	for f, text := range edits {
-		files[f] = text
-	}
-	for f, text := range files {
-		if text == "" {
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return writeFolder(t, files, edits)
 }
 
 func TestLifecycleLoadErrors(t *testing.T) {
