@@ -167,8 +167,7 @@ func newFailure(f *program.Finding, mode string, worker, round int, seed uint64)
 // allProperties are the design's properties, in order. 10 (claim cost) is a measurement, made
 // after the campaign: it flags a claim whose cost grows with done rows, and is reported, not
 // counted as a violation (timings on shared machines are not verdicts).
-var allProperties = []model.Property{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce, model.PSkipLocked,
-	model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors, model.PClaimCost}
+var allProperties = model.Properties
 
 // exercised says how often a run gave a property something to check.
 func exercised(p model.Property, r *Report) (int64, string) {
@@ -188,6 +187,18 @@ func exercised(p model.Property, r *Report) (int64, string) {
 		return r.Histories, "concurrent histories checked"
 	case model.PDBTime, model.PNoErrors:
 		return r.Ops, "operations run and checked"
+	case model.PWriteFencing:
+		return c.Failures + c.Renewals, fmt.Sprintf("failures and renewals accepted (%d and %d)", c.Failures, c.Renewals)
+	case model.PRetries:
+		return c.Failures, "failures accepted, each retried after its backoff or dead"
+	case model.PRenewal:
+		return c.Renewals, "renewals accepted"
+	case model.PScheduling:
+		return c.Scheduled + c.Failures, fmt.Sprintf("jobs due later (%d enqueued with a run-at delay, %d failures waiting their backoff)", c.Scheduled, c.Failures)
+	case model.PDrain:
+		return c.Drains, fmt.Sprintf("drains (%d jobs drained)", c.DrainedJobs)
+	case model.PEffects:
+		return c.Effects, "business effects written, each in its completion's transaction"
 	}
 	return 0, "measured by a separate benchmark, not by run"
 }
@@ -213,7 +224,7 @@ func (r *Report) fillProperties(checked []model.Property) {
 		ps.Exercised, ps.ExercisedBy = exercised(p, r)
 		switch sh := r.Queue.Shape; {
 		case !sh.Judged(p):
-			ps.Status, ps.ExercisedBy = StatusNotJudged, ps.ExercisedBy+"; the queue declares no generation counter"
+			ps.Status, ps.ExercisedBy = StatusNotJudged, ps.ExercisedBy+"; "+sh.NotJudged(p)
 		case !sh.Promised(p) && ps.Status != StatusViolated && ps.Status != StatusNotChecked:
 			ps.Status = StatusNotPromised
 			ps.Exercised, ps.ExercisedBy = r.Counts.NotPromised, program.NotPromisedWhat(p, int(r.Counts.NotPromised))+" observed (the queue declares it does not fence completions)"

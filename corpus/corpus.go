@@ -75,6 +75,13 @@ func (r *Replayer) Trace() string { return r.trace }
 // error when the harness did.
 func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Finding, error) {
 	if p.Mode() == program.Scheduled {
+		// The sequential sessions end what they hold first: a claim of a queue whose claims hold
+		// a transaction would keep the scheduler's reset waiting for its row lock.
+		if r.Env != nil {
+			if err := r.Env.Reset(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if r.sched == nil {
 			r.sched = schedule.NewScheduler(ctx, r.In, schedule.Config{Name: "replay-" + r.In.Queue.Name, ReportDir: r.ReportDir})
 		}

@@ -38,7 +38,7 @@ func Corpus() []Entry {
 		Complete(1, 0),          // generation 2: 1 row
 	}
 	staleCompletion := []Step{Enqueue(1), Claim(1), Expire(0), Claim(0), Complete(1, 0)}
-	return []Entry{
+	return append([]Entry{
 		{Name: "seed-walkthrough", Steps: seedWalkthrough},
 		{Name: "seed-locker-cancelled", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, EndCancel), Claim(1), Complete(1, 0)}},
 		{Name: "seed-locker-terminated", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, EndTerminate), Claim(1), Complete(1, 0)}},
@@ -96,6 +96,42 @@ func Corpus() []Entry {
 			Steps: []Step{Enqueue(3), ClaimTxn(2, 0, 1, 0, TxnCompleteCommit)}},
 		{Name: "mutant-complete-accepts-late-lease", Mutant: "complete-accepts-late-lease", Property: model.PFencing,
 			Steps: []Step{Enqueue(1), TimedClaim(0, 0), Near(0, 0, true), Complete(0, 0)}},
+	}, lifecycleCorpus()...)
+}
+
+// lifecycleCorpus is the lifecycle mutants' part of the corpus: the seed's hard case with a
+// failure or a renewal in place of the stale completion; a lapsed lease renewed; a job failing
+// past its limit, or dead and claimed again; a claim before a run-at time or a backoff's end; a
+// failure the drain cannot account for; a worker's heartbeat after its lease lapsed; a job whose
+// next attempt got stuck after a failure, which the drain's rescue must make dead; a stale
+// worker's completion with its business effect, which refused must leave none.
+func lifecycleCorpus() []Entry {
+	staleEffect := []Step{Enqueue(1), Claim(0), Pause(0), Claim(1), WithEffect(0, 0)}
+	return []Entry{
+		{Name: "mutant-fail-ignores-generation", Mutant: "fail-ignores-generation", Property: model.PWriteFencing,
+			Steps: []Step{Enqueue(1), Claim(1), Expire(0), Claim(0), Fail(1, 0, false)}},
+		{Name: "mutant-renew-ignores-generation", Mutant: "renew-ignores-generation", Property: model.PWriteFencing,
+			Steps: []Step{Enqueue(1), Claim(1), Expire(0), Claim(0), Renew(1, 0)}},
+		{Name: "mutant-renew-revives-lapsed", Mutant: "renew-revives-lapsed", Property: model.PRenewal,
+			Steps: []Step{Enqueue(1), Claim(0), Expire(0), Renew(0, 0)}},
+		{Name: "mutant-retry-past-attempt-limit", Mutant: "retry-past-attempt-limit", Property: model.PRetries,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Sleep(2), Claim(1), Fail(1, 0, false), Sleep(2), Sleep(2), Claim(2), Fail(2, 0, false)}},
+		{Name: "mutant-dead-job-comes-back", Mutant: "dead-job-comes-back", Property: model.PRetries,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, true), Sleep(2), Claim(1)}},
+		{Name: "mutant-claim-before-run-at", Mutant: "claim-before-run-at", Property: model.PScheduling,
+			Steps: []Step{Later(0, 2), Claim(0)}},
+		{Name: "mutant-fail-without-backoff", Mutant: "fail-without-backoff", Property: model.PScheduling,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Claim(1)}},
+		{Name: "mutant-fail-loses-job", Mutant: "fail-loses-job", Property: model.PDrain,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Drain(1)}},
+		{Name: "mutant-heartbeat-revives-lapsed", Mutant: "heartbeat-revives-lapsed", Property: model.PRenewal,
+			Steps: []Step{Enqueue(1), Claim(0), Expire(0), Heartbeat(0)}},
+		{Name: "mutant-rescue-retries-exhausted", Mutant: "rescue-retries-exhausted", Property: model.PRetries,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Sleep(1), Claim(1), Drain(0)}},
+		{Name: "mutant-effect-own-transaction", Mutant: "effect-own-transaction", Property: model.PEffects,
+			Steps: staleEffect},
+		{Name: "mutant-effect-kept-on-refusal", Mutant: "effect-kept-on-refusal", Property: model.PEffects,
+			Steps: staleEffect},
 	}
 }
 

@@ -123,6 +123,21 @@ func Near(w, margin int, after bool) Step {
 	return Step{code("near"), byte(a)}
 }
 func Sleep(pause int) Step { return Step{code("real-pause"), byte(pause)} }
+
+// The lifecycle's steps: a failure of a worker's token (back places before its newest), final
+// or retryable; a renewal; a worker's heartbeat; a job due after one of generate.LaterDelays;
+// a completion with its business effect.
+func Fail(w, back int, final bool) Step {
+	a := w + Workers*back
+	if final {
+		a += Workers * 2 * 3
+	}
+	return Step{code("fail"), byte(a)}
+}
+func Renew(w, back int) Step      { return Step{code("renew"), byte(w + Workers*back)} }
+func Heartbeat(w int) Step        { return Step{code("heartbeat"), byte(w)} }
+func Later(w, delay int) Step     { return Step{code("enqueue-later"), byte(w + Workers*delay)} }
+func WithEffect(w, back int) Step { return Step{code("effect-complete"), byte(w + Workers*back)} }
 func ClaimTxn(w, wait, hold, lease int, end TxnEnd) Step {
 	nw, nh, nl := len(generate.TxnWaits), len(generate.TxnHolds), len(generate.TimedLeases)
 	a := w + Workers*(wait+nw*(hold+nh*(lease+nl*int(end))))

@@ -6,6 +6,7 @@ import (
 
 	"pgqcheck/faultproxy"
 	"pgqcheck/program"
+	"pgqcheck/program/lifecycle"
 )
 
 // Weights is how often a generator draws each kind of operation: generation is configuration,
@@ -46,7 +47,8 @@ type Kind struct {
 	// Prefix and Suffix in a scheduled program's prefix and sessions; RealTime among the kinds
 	// a suffix's "real-time" kind draws.
 	Seq, SeqRT, Prefix, Suffix, RealTime int
-	NeedsLock, NeedsRescue               bool
+	// Needs is what the queue must ship for the kind to be drawn (every field set).
+	Needs Can
 	// Draw draws the kind's operations: usually one, or a few that belong together (a timed
 	// claim and the pause to its lease's edge), which a program holds and a shrink removes
 	// together. None: the kind does not apply now.
@@ -71,7 +73,7 @@ var Kinds = []*Kind{
 	{Name: "complete", Seq: 4, SeqRT: 4, Prefix: 1, Suffix: 4, Draw: complete},
 	{Name: "expire-claimed", Prefix: 2, Suffix: 3, Draw: expireClaimed},
 	{Name: "claim-txn", Seq: 1, Suffix: 3, Draw: func(d *Draw) []program.Op { return claimTxn(d, false) }},
-	{Name: "lock-txn", Suffix: 2, NeedsLock: true, Draw: lockTxn},
+	{Name: "lock-txn", Suffix: 2, Needs: Can{Lock: true}, Draw: lockTxn},
 	{Name: "enqueue-one", Prefix: 1, Suffix: 1, Draw: enqueueOne},
 	{Name: "snapshot", Suffix: 1, Draw: func(d *Draw) []program.Op { return one(program.Snapshot{S: d.Worker()}) }},
 	{Name: "real-time", Suffix: 1, Draw: func(d *Draw) []program.Op { return d.From(RealTime, "real time") }},
@@ -82,11 +84,11 @@ var Kinds = []*Kind{
 	{Name: "timed-claim-txn", SeqRT: 1, RealTime: 1, Draw: func(d *Draw) []program.Op { return claimTxn(d, true) }},
 	{Name: "edge-complete", RealTime: 8, Draw: edgeComplete},
 	{Name: "proxy-fault", Suffix: 2, Draw: proxyFault},
-	{Name: "rescue", Seq: 2, SeqRT: 2, Suffix: 2, NeedsRescue: true, Draw: func(d *Draw) []program.Op { return one(program.Rescue{S: d.Worker()}) }},
+	{Name: "rescue", Seq: 2, SeqRT: 2, Suffix: 2, Needs: Can{Rescue: true}, Draw: func(d *Draw) []program.Op { return one(program.Rescue{S: d.Worker()}) }},
 	{Name: "enqueue", Seq: 3, SeqRT: 3, Draw: func(d *Draw) []program.Op { return one(program.Enqueue{N: d.Choose(1, 3, "n")}) }},
 	{Name: "expire", Seq: 1, SeqRT: 1, Draw: expire},
-	{Name: "lock", Seq: 2, SeqRT: 2, NeedsLock: true, Draw: lock},
-	{Name: "release", Seq: 2, SeqRT: 2, NeedsLock: true, Draw: release},
+	{Name: "lock", Seq: 2, SeqRT: 2, Needs: Can{Lock: true}, Draw: lock},
+	{Name: "release", Seq: 2, SeqRT: 2, Needs: Can{Lock: true}, Draw: release},
 	{Name: "crash", Seq: 1, SeqRT: 1, Draw: onHolder(func(w string) program.Op { return program.Crash{W: w} })},
 	{Name: "drain", Seq: 1, SeqRT: 1, Draw: func(d *Draw) []program.Op { return one(program.Drain{S: d.Worker()}) }},
 	{Name: "pause", Seq: 2, SeqRT: 2, Draw: onHolder(func(w string) program.Op { return program.Pause{W: w} })},
@@ -94,13 +96,29 @@ var Kinds = []*Kind{
 	{Name: "overslept", Seq: 1, SeqRT: 1, Draw: onHolder(func(w string) program.Op { return program.Overslept{W: w} })},
 	{Name: "replaced", Seq: 1, SeqRT: 1, Draw: replaced},
 	{Name: "edge-then", SeqRT: 2, Draw: edgeThen},
+	// The lifecycle's, drawn where the queue ships what they need (fail.sql, renew.sql, a run-at
+	// delay, effect.sql): failures (mostly retryable) and renewals of a held token, mostly the
+	// newest; enqueues due later; completions that carry their business effect; and in real
+	// time, a renewal that keeps a lease past its first end while another worker claims, and
+	// pauses to the edge of a backoff or a run-at time followed by a claim.
+	{Name: "fail", Seq: 3, SeqRT: 2, Prefix: 1, Suffix: 2, Needs: Can{Fail: true}, Draw: fail},
+	{Name: "renew", Seq: 2, SeqRT: 1, Suffix: 2, Needs: Can{Renew: true}, Draw: renew},
+	{Name: "heartbeat", Seq: 2, SeqRT: 1, Suffix: 2, Needs: Can{Heartbeat: true}, Draw: heartbeat},
+	{Name: "enqueue-later", Seq: 1, SeqRT: 1, Prefix: 1, Suffix: 1, Needs: Can{Delay: true}, Draw: enqueueLater},
+	{Name: "effect-complete", Seq: 3, SeqRT: 2, Suffix: 2, Needs: Can{Effect: true}, Draw: effectComplete},
+	{Name: "renew-edge", SeqRT: 2, Needs: Can{Renew: true}, Draw: renewEdge},
+	{Name: "heartbeat-edge", SeqRT: 2, Needs: Can{Heartbeat: true}, Draw: heartbeatEdge},
+	{Name: "backoff-edge", SeqRT: 2, Needs: Can{Fail: true}, Draw: backoffEdge},
+	{Name: "run-at-edge", SeqRT: 1, Needs: Can{Delay: true}, Draw: runAtEdge},
+	{Name: "count-effects", Suffix: 1, Needs: Can{Effect: true}, Draw: func(d *Draw) []program.Op { return one(lifecycle.CountEffects{S: d.Worker()}) }},
 }
 
 // FuzzCodes is FuzzQueue's encoding: a step's first byte, modulo their number, is the position
 // of its kind here. New kinds go at the end, which keeps every corpus file written by the
 // encoder (fuzz.Encode) meaning what it meant.
 var FuzzCodes = []string{"enqueue", "claim", "complete", "expire", "lock", "release", "crash", "drain",
-	"pause", "timed-claim", "near", "real-pause", "fuzz-claim-txn"}
+	"pause", "timed-claim", "near", "real-pause", "fuzz-claim-txn",
+	"fail", "renew", "heartbeat", "enqueue-later", "effect-complete"}
 
 // The real-time scales: lease lengths of their own (beside the long lease of a plain claim),
 // margins around a lease's end, pauses, and a claim transaction's waits. All short, so that a
@@ -115,6 +133,9 @@ var (
 	// EdgeLeases are the leases a lease-edge claim draws: the shorter timed leases, since the
 	// whole schedule then waits that lease out.
 	EdgeLeases = TimedLeases[:2]
+	// LaterDelays are the run-at delays of jobs enqueued to run later: short, since a drain
+	// waits for the last of them.
+	LaterDelays = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second}
 )
 
 // A scheduled proxy fault is the fault, then the statement it hits, one of ProxyHits; in a

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"pgqcheck/program"
+	"pgqcheck/sut"
 )
 
 // Dialect is how a mode resolves what an operation runs on and names.
@@ -130,14 +131,29 @@ func (k *Kind) Weight(col Column) int {
 }
 
 // Can is what a queue ships beyond the contract's core; a kind that needs what it lacks is
-// not drawn.
-type Can struct{ Lock, Rescue bool }
+// not drawn. Lock and Rescue: lock.sql, rescue.sql. The lifecycle's: fail.sql (Fail), renew.sql
+// per claim (Renew) or as a worker's heartbeat (Heartbeat), a run-at delay (Delay), effect.sql
+// (Effect).
+type Can struct{ Lock, Rescue, Fail, Renew, Heartbeat, Delay, Effect bool }
 
 // CanOf is what the world's queue ships.
-func CanOf(w *program.World) Can { return Can{Lock: w.CanLock, Rescue: w.CanRescue} }
+func CanOf(w *program.World) Can {
+	lc := w.Life
+	return Can{Lock: w.CanLock, Rescue: w.CanRescue, Fail: lc.On, Renew: lc.Renews && !lc.WorkerLease,
+		Heartbeat: lc.Renews && lc.WorkerLease, Delay: lc.Schedules, Effect: lc.Effects}
+}
+
+// CanQueue is what an installed queue ships (its run-at delay is known once installed).
+func CanQueue(q *sut.Queue) Can {
+	lc := q.Shape().Life
+	return Can{Lock: q.CanLock(), Rescue: q.CanRescue(), Fail: lc.On, Renew: lc.Renews && !lc.WorkerLease,
+		Heartbeat: lc.Renews && lc.WorkerLease, Delay: lc.Schedules, Effect: lc.Effects}
+}
 
 func (k *Kind) drawnOn(can Can) bool {
-	return (!k.NeedsLock || can.Lock) && (!k.NeedsRescue || can.Rescue)
+	n := k.Needs
+	return (!n.Lock || can.Lock) && (!n.Rescue || can.Rescue) && (!n.Fail || can.Fail) && (!n.Renew || can.Renew) &&
+		(!n.Heartbeat || can.Heartbeat) && (!n.Delay || can.Delay) && (!n.Effect || can.Effect)
 }
 
 // Layout is a column's kinds laid out for drawing: each as often as its weight, in the table's

@@ -3,6 +3,7 @@ package generate
 import (
 	"pgqcheck/faultproxy"
 	"pgqcheck/program"
+	"pgqcheck/program/lifecycle"
 )
 
 // How each kind of config.go is drawn. Every draw of a kind makes the same choices in the same
@@ -191,4 +192,83 @@ func proxyFault(d *Draw) []program.Op {
 		return append(append(append([]program.Op(nil), txn[:at]...), f), txn[at:]...)
 	}
 	return []program.Op{f, hit}
+}
+
+// The lifecycle's draws.
+
+// fail reports a failure of a held token, mostly the newest, now and then a final one.
+func fail(d *Draw) []program.Op {
+	w, ok := d.Holder()
+	if !ok {
+		return nil
+	}
+	return one(lifecycle.Fail{S: w, Back: d.Choose(0, 1, "back"), Final: d.Choose(0, 3, "final") == 3})
+}
+
+func renew(d *Draw) []program.Op {
+	w, ok := d.Holder()
+	if !ok {
+		return nil
+	}
+	return one(lifecycle.Renew{S: w, Back: d.Choose(0, 1, "back")})
+}
+
+func heartbeat(d *Draw) []program.Op {
+	w, ok := d.Holder()
+	if !ok {
+		return nil
+	}
+	return one(lifecycle.Heartbeat{S: w})
+}
+
+func enqueueLater(d *Draw) []program.Op {
+	d.Enqueued(1)
+	return one(lifecycle.Later{S: d.Worker(), Delay: d.Span("delay", LaterDelays)})
+}
+
+// effectComplete completes a held token, mostly the newest, with its business effect.
+func effectComplete(d *Draw) []program.Op {
+	w, ok := d.Holder()
+	if !ok {
+		return nil
+	}
+	return one(lifecycle.WithEffect{S: w, Back: d.Choose(0, 2, "back")})
+}
+
+// renewEdge: a worker claims with a short lease, renews it just before its end, and pauses past
+// that first end; then another worker's claim must skip the job, and the holder's completion
+// must be accepted.
+func renewEdge(d *Draw) []program.Op {
+	return keptAlive(d, func(w string) program.Op { return lifecycle.Renew{S: w} })
+}
+
+// heartbeatEdge is renewEdge with the worker's heartbeat.
+func heartbeatEdge(d *Draw) []program.Op {
+	return keptAlive(d, func(w string) program.Op { return lifecycle.Heartbeat{S: w} })
+}
+
+func keptAlive(d *Draw, renewal func(w string) program.Op) []program.Op {
+	w := d.Worker()
+	lease, margin := d.Span("lease", EdgeLeases), d.Span("margin", NearMargins[:2])
+	return []program.Op{program.Claim{S: w, Lease: lease}, program.Near{W: w, Margin: margin}, renewal(w),
+		program.Sleep{D: 2 * margin}, program.Claim{S: d.Other(w)}, program.Complete{S: w}}
+}
+
+// backoffEdge: a holder's failure, a pause to just before or just after its backoff ends, and
+// another worker's claim there.
+func backoffEdge(d *Draw) []program.Op {
+	w, ok := d.Holder()
+	if !ok {
+		return nil
+	}
+	return []program.Op{lifecycle.Fail{S: w}, lifecycle.DueEdge{Margin: d.Span("margin", NearMargins), After: d.Bool("after")},
+		program.Claim{S: d.Other(w)}}
+}
+
+// runAtEdge: a job enqueued to run later, a pause to just before or just after its run-at time,
+// and a claim there.
+func runAtEdge(d *Draw) []program.Op {
+	w := d.Worker()
+	return []program.Op{lifecycle.Later{S: w, Delay: d.Span("delay", LaterDelays)},
+		lifecycle.DueEdge{Margin: d.Span("margin", NearMargins), After: d.Bool("after")}, program.Claim{S: w}}
 }

@@ -1,9 +1,6 @@
 package model
 
-import (
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // spec is what the concurrent specification knows of one kind of operation: which job it
 // speaks of, what it does to that job's state, how a partition treats it, and how it reads.
@@ -39,7 +36,7 @@ const (
 	spreadNone     spread = iota // it names its job, or constrains nothing
 	spreadAnyJob                 // an unknown claim: it may have claimed any one job
 	spreadNewJob                 // an unknown enqueue: it may have created a job no returned enqueue did
-	spreadExpired                // an unknown rescue: it may have made any expired job ready
+	spreadEvery                  // an unknown rescue or heartbeat: it may have acted on any job
 	spreadNoneFree               // a strict empty claim: no job was eligible at one instant
 )
 
@@ -52,6 +49,10 @@ var specs = map[OpKind]spec{
 	OpLock:     lockSpec{},
 	OpUnlock:   lockSpec{},
 	OpRescue:   rescueSpec{},
+	OpFail:     failSpec{},
+	OpRenew:    renewSpec{},
+	OpEffect:   effectSpec{},
+	OpEffects:  effectsSpec{},
 }
 
 // specOf is the specification of an operation's kind; an unknown kind constrains nothing.
@@ -92,20 +93,28 @@ func (enqueueSpec) spread(_ Input, out Output) spread {
 }
 func (enqueueSpec) opens(Input, Output, func(Input) bool) bool { return true }
 func (enqueueSpec) created(_ Input, out Output) bool           { return out.Outcome == Returned }
-func (enqueueSpec) step(_ Shape, s JobState, _ Input, out Output) (JobState, *Violation) {
+func (enqueueSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	if s.Exists {
 		if out.Outcome == Unknown {
 			return s, nil
 		}
 		return s, Violate(PRecovery, "enqueue returned id %d, which already exists", out.Job)
 	}
-	return JobState{Exists: true, State: Ready}, nil
-}
-func (enqueueSpec) describe(_ Input, out Output) (string, string) {
-	if out.Outcome == Returned {
-		return "enqueue", fmt.Sprintf("job %d", out.Job)
+	n := JobState{Exists: true, State: Ready}
+	if in.Delay > 0 {
+		n.Due = in.At.Shift(in.Delay)
 	}
-	return "enqueue", ""
+	return n, nil
+}
+func (enqueueSpec) describe(in Input, out Output) (string, string) {
+	call := "enqueue"
+	if in.Delay > 0 {
+		call = fmt.Sprintf("enqueue (due in %v)", in.Delay)
+	}
+	if out.Outcome == Returned {
+		return call, fmt.Sprintf("job %d", out.Job)
+	}
+	return call, ""
 }
 
 type claimSpec struct{ named }
@@ -135,36 +144,43 @@ func (claimSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Vi
 	}
 	switch {
 	case out.Outcome == Unknown && !out.Found: // may have claimed this job, or another, or nothing
-		if s.eligible(in.At) != Over {
+		if sh.eligible(s, in.At) != Over {
 			gen := s.Gen + 1
 			if sh.NoGeneration { // its number was never seen: the job's last one stands for it
 				gen = s.Gen
 			}
-			return claimedState(gen, in.At, in.Lease), nil
+			return sh.claimed(s, gen, in), nil
 		}
 		return s, nil
 	case out.Outcome == Unknown: // a committed-or-not claim whose answer is known
-		if s.eligible(in.At) != Over && (out.Gen == s.Gen+1 || sh.NoGeneration) {
-			return claimedState(out.Gen, in.At, in.Lease), nil
+		if sh.eligible(s, in.At) != Over && (out.Gen == s.Gen+1 || sh.NoGeneration) {
+			return sh.claimed(s, out.Gen, in), nil
 		}
 		return s, nil
 	case !out.Found:
-		if in.Strict && s.Exists && sh.mustClaim(s.State, s.Until, in.At) == Live {
+		if in.Strict && s.Exists && sh.claimable(s.State, s.Until, s.Due, s.Attempts, in.At, true) == Live {
 			return s, Violate(PRecovery, "claim returned no job, but job %d was eligible (%s) and no other session could hold it", id, s)
 		}
 		return s, nil
 	}
+	lc := sh.Life
 	switch {
 	case !s.Exists:
 		return s, Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
 	case s.State == Done:
 		return s, Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
+	case s.State == Dead:
+		return s, Violate(PRetries, "claim returned job %d, which is dead (dead is terminal)", id)
 	case s.State == Running && leaseAt(s.Until, in.At) == Live:
 		return s, Violate(PExclusion, "claim at %s returned job %d (generation %d) while generation %d still held a lease that was certainly live (it ends %s)", in.At, id, out.Gen, s.Gen, s.Until)
+	case s.State == Ready && dueAt(s.Due, in.At) == Over:
+		return s, Violate(PScheduling, "claim at %s returned job %d, which is not due before %s", in.At, id, Stamp(s.Due.From))
+	case lc.AttemptsAtClaim && lc.exhausted(s.Attempts):
+		return s, Violate(PRetries, "claim returned job %d for attempt %d; the queue allows %d", id, s.Attempts+1, lc.MaxAttempts)
 	case out.Gen != s.Gen+1 && !sh.NoGeneration:
 		return s, Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, out.Gen, s.Gen, s.Gen+1)
 	}
-	return claimedState(out.Gen, in.At, in.Lease), nil
+	return sh.claimed(s, out.Gen, in), nil
 }
 
 func (claimSpec) describe(in Input, out Output) (string, string) {
@@ -193,7 +209,8 @@ func (completeSpec) finished(_ Input, out Output) bool {
 func (completeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	id, g := in.Job, in.Gen
 	would := s.completable(g, in.At)
-	done := JobState{Exists: true, State: Done, Gen: s.Gen}
+	done := s
+	done.State, done.Until, done.Owner = Done, Window{}, ""
 	if out.Outcome == Unknown {
 		// A queue that does not fence may have accepted it whatever its token.
 		if would != Over || sh.Unfenced && s.Exists && s.State != Done {
@@ -224,6 +241,8 @@ func staleCompletion(s JobState, in Input) *Violation {
 		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d was never enqueued", id, g, id)
 	case s.State == Done:
 		return Violate(PDoneOnce, "complete(%d, gen %d) changed 1 row, but the job was already done", id, g)
+	case s.State == Dead:
+		return Violate(PRetries, "complete(%d, gen %d) changed 1 row, but the job is dead (dead is terminal)", id, g)
 	case s.State != Running:
 		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the job is %s, not running", id, g, s.State)
 	case s.Gen != g:
@@ -252,7 +271,8 @@ func (expireSpec) step(sh Shape, s JobState, in Input, _ Output) (JobState, *Vio
 		return s, nil // the end of a generation's transaction, which no longer holds the job
 	}
 	if s.State == Running && sh.TxBound {
-		return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
+		s.State, s.Until, s.Owner = Ready, Window{}, ""
+		return s, nil
 	}
 	if s.State == Running {
 		s.Until = in.At.Shift(-ExpireBy)
@@ -290,13 +310,11 @@ func (observeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *
 	case !s.Exists:
 		return s, nil
 	case out.State != s.State:
-		p := PRecovery
-		if out.State == Done || s.State == Done {
-			p = PDoneOnce
-		}
-		return s, Violate(p, "a snapshot shows job %d %s, but it must be %s", id, out.State, s)
+		return s, Violate(stateBroken(s.State, out.State, s.Failed), "a snapshot shows job %d %s, but it must be %s", id, out.State, s)
 	case out.Gen != s.Gen && !sh.NoGeneration:
 		return s, Violate(PGenerations, "a snapshot shows job %d at generation %d, but it must be %s", id, out.Gen, s)
+	case sh.Life.On && (out.Attempts != s.Attempts || out.Kept != s.Kept):
+		return s, Violate(PRetries, "a snapshot shows job %d with %d attempts keeping %q, but it must be %s", id, out.Attempts, out.Kept, s)
 	case s.State == Running:
 		if l := leaseAt(s.Until, in.At); l != Uncertain && out.Live != (l == Live) {
 			return s, Violate(PDBTime, "a snapshot at %s shows job %d's lease %s, but it was %s (%s)", in.At, id, liveWord(out.Live), l, s)
@@ -334,16 +352,16 @@ type rescueSpec struct{ named }
 func (rescueSpec) job(_ Input, out Output) (int64, bool) { return out.Job, out.Found }
 func (rescueSpec) spread(_ Input, out Output) spread {
 	if out.Outcome == Unknown {
-		return spreadExpired
+		return spreadEvery
 	}
 	return spreadNone
 }
 
-func (rescueSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Violation) {
+func (rescueSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	id := out.Job
 	if out.Outcome == Unknown {
 		if s.State == Running && leaseAt(s.Until, in.At) != Live {
-			return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
+			return sh.rescued(s, in.At), nil
 		}
 		return s, nil
 	}
@@ -352,12 +370,24 @@ func (rescueSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Vi
 		return s, Violate(PRecovery, "rescue returned job %d, which was never enqueued", id)
 	case s.State == Done:
 		return s, Violate(PDoneOnce, "rescue made job %d ready again, but it was done (done is terminal)", id)
+	case s.State == Dead:
+		return s, Violate(PRetries, "rescue took job %d, which is dead (dead is terminal)", id)
 	case s.State != Running:
 		return s, Violate(PRecovery, "rescue returned job %d, which was %s, not running", id, s.State)
 	case leaseAt(s.Until, in.At) == Live:
 		return s, Violate(PExclusion, "rescue at %s took job %d from generation %d, whose lease was certainly live (it ends %s)", in.At, id, s.Gen, s.Until)
 	}
-	return JobState{Exists: true, State: Ready, Gen: s.Gen}, nil
+	return sh.rescued(s, in.At), nil
+}
+
+// rescued is the job s after a rescue in window at took it: what its lapse makes of it.
+func (sh Shape) rescued(s JobState, at Window) JobState {
+	if sh.Life.countsLapse() {
+		s.Attempts++
+	}
+	s.State, s.Due = sh.Life.lapsed(s.Attempts, at)
+	s.Until, s.Owner = Window{}, ""
+	return s
 }
 
 func (rescueSpec) describe(in Input, out Output) (string, string) {
@@ -370,11 +400,18 @@ func (rescueSpec) describe(in Input, out Output) (string, string) {
 	return call, answer
 }
 
-// claimedState is the job after a claim in window at with the given lease.
-func claimedState(gen int64, at Window, lease time.Duration) JobState {
+// claimed is the job s after a claim in.At with in.Lease took it as generation gen.
+func (sh Shape) claimed(s JobState, gen int64, in Input) JobState {
 	until := Window{Never, Never}
-	if lease != 0 {
-		until = at.Shift(lease)
+	if in.Lease != 0 {
+		until = in.At.Shift(in.Lease)
 	}
-	return JobState{Exists: true, State: Running, Gen: gen, Until: until}
+	if sh.Life.AttemptsAtClaim {
+		s.Attempts++
+	}
+	s.State, s.Gen, s.Until, s.Due, s.Owner = Running, gen, until, Window{}, ""
+	if sh.Life.WorkerLease {
+		s.Owner = in.Worker
+	}
+	return s
 }

@@ -42,21 +42,31 @@ type Job struct {
 	Generation int64
 	Until      Window
 	Lease      time.Duration // the length the last claim asked for
-	Claimed    Window        // when the last claim ran
+	Claimed    Window        // when the last claim ran (or renewal, where Renewed)
 	Locked     bool          // row-locked by another session's open transaction
+	// The lifecycle (see Lifecycle): attempts counted so far as the queue counts them; when a
+	// ready job becomes due (its run-at time, or the end of its backoff; zero: from the start);
+	// the error text its last failure kept; whether it ever failed; the worker whose claim
+	// holds its lease; whether a renewal set the lease's end.
+	Attempts int64
+	Due      Window
+	Kept     string
+	Failed   bool
+	Owner    string
+	Renewed  bool
 }
 
 // LeaseAt says whether a running job's lease is live at a statement that ran in window at.
 func (j Job) LeaseAt(at Window) Liveness { return leaseAt(j.Until, at) }
 
-// eligible says whether a claim in window at may take the job (ignoring row locks).
-func (j Job) eligible(at Window) Liveness { return claimableAt(j.State, j.Until, at) }
-
 // lease describes a running job's lease for verdicts: when it was claimed, how long, and
 // where its end lies.
 func (j Job) lease() string {
-	if j.Lease == 0 {
+	switch {
+	case j.Lease == 0:
 		return fmt.Sprintf("its lease ends in %s", j.Until)
+	case j.Renewed:
+		return fmt.Sprintf("renewed at %s for %v, so its lease ends in %s", j.Claimed, j.Lease, j.Until)
 	}
 	return fmt.Sprintf("claimed at %s with a %v lease, so its lease ends in %s", j.Claimed, j.Lease, j.Until)
 }
@@ -66,10 +76,16 @@ func (j Job) lease() string {
 type Queue struct {
 	Order Order
 	Shape Shape
-	jobs  map[int64]*Job
-	ids   []int64 // ascending
+	// Draining: the harness is draining the queue, expiring every lease and claiming until
+	// none; a job it finds eligible and cannot take is then, where the queue has a lifecycle,
+	// one the drain cannot account for (property 15).
+	Draining bool
+	jobs     map[int64]*Job
+	ids      []int64 // ascending
 	// completions counts accepted completions per job (property 4 wants at most one).
 	completions map[int64]int
+	// effects is the ledger of business effects that committed, per job (property 16).
+	effects map[int64]int
 }
 
 // New returns an empty queue that promises the given claim order.
@@ -77,13 +93,13 @@ func New(order Order) *Queue {
 	if order == "" {
 		order = LowestID
 	}
-	return &Queue{Order: order, jobs: map[int64]*Job{}, completions: map[int64]int{}}
+	return &Queue{Order: order, jobs: map[int64]*Job{}, completions: map[int64]int{}, effects: map[int64]int{}}
 }
 
 // Clone returns an independent copy, for callers that explore what-ifs.
 func (q *Queue) Clone() *Queue {
 	c := New(q.Order)
-	c.Shape = q.Shape
+	c.Shape, c.Draining = q.Shape, q.Draining
 	for _, id := range q.ids {
 		j := *q.jobs[id]
 		c.jobs[id] = &j
@@ -91,6 +107,9 @@ func (q *Queue) Clone() *Queue {
 	}
 	for id, n := range q.completions {
 		c.completions[id] = n
+	}
+	for id, n := range q.effects {
+		c.effects[id] = n
 	}
 	return c
 }
@@ -134,11 +153,19 @@ const (
 	PDBTime       Property = 8
 	PNoErrors     Property = 9
 	PClaimCost    Property = 10 // a measurement (plan/), reported rather than judged on time
+	// The job lifecycle's (Lifecycle), judged where the queue ships what they speak of.
+	PWriteFencing Property = 11 // a fail or renew by a stale or expired owner changes nothing
+	PRetries      Property = 12 // attempts never exceed the limit, dead is terminal, no failure is lost
+	PRenewal      Property = 13 // a renewal never revives a lapsed lease, and the owner's live one is extended
+	PScheduling   Property = 14 // no job is claimed before its run-at time or before its backoff ends
+	PDrain        Property = 15 // a drain leaves every enqueued job done or dead, none lost, none twice
+	PEffects      Property = 16 // the business table holds one effect per committed completion, none else
 )
 
 // Properties lists every property in order.
 var Properties = []Property{PClaimOrder, PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked,
-	PRecovery, PLinearizable, PDBTime, PNoErrors, PClaimCost}
+	PRecovery, PLinearizable, PDBTime, PNoErrors, PClaimCost,
+	PWriteFencing, PRetries, PRenewal, PScheduling, PDrain, PEffects}
 
 var propertyNames = map[Property]string{
 	PClaimOrder:   "claim order",
@@ -152,6 +179,12 @@ var propertyNames = map[Property]string{
 	PDBTime:       "database time",
 	PNoErrors:     "no unexpected errors",
 	PClaimCost:    "claim cost",
+	PWriteFencing: "write fencing",
+	PRetries:      "retries",
+	PRenewal:      "renewal",
+	PScheduling:   "scheduling",
+	PDrain:        "drain accounting",
+	PEffects:      "effects",
 }
 
 // Name is the property's short name.
@@ -187,14 +220,18 @@ func Violate(p Property, format string, args ...any) *Violation {
 
 // Enqueue records a job the queue created with the given id. Ids must be new and ascending:
 // the specification (and lowest-id order) relies on ids increasing with enqueue order.
-func (q *Queue) Enqueue(id int64) error {
+func (q *Queue) Enqueue(id int64) error { return q.EnqueueAt(id, Window{}) }
+
+// EnqueueAt records a job the queue created to become due in window due: the enqueue's window
+// shifted by its run-at delay (the zero window: due at once).
+func (q *Queue) EnqueueAt(id int64, due Window) error {
 	if _, dup := q.jobs[id]; dup {
 		return Violate(PRecovery, "enqueue returned id %d, which already exists", id)
 	}
 	if n := len(q.ids); n > 0 && id < q.ids[n-1] {
 		return Violate(PClaimOrder, "enqueue returned id %d after id %d: ids must ascend", id, q.ids[n-1])
 	}
-	q.jobs[id] = &Job{ID: id, State: Ready}
+	q.jobs[id] = &Job{ID: id, State: Ready, Due: due}
 	q.ids = append(q.ids, id)
 	return nil
 }
@@ -204,7 +241,7 @@ func (q *Queue) Enqueue(id int64) error {
 func (q *Queue) Claimable(at Window) []int64 {
 	var out []int64
 	for _, id := range q.ids {
-		if j := q.jobs[id]; q.Shape.mustClaim(j.State, j.Until, at) == Live && !j.Locked {
+		if j := q.jobs[id]; q.Shape.claimable(j.State, j.Until, j.Due, j.Attempts, at, true) == Live && !j.Locked {
 			out = append(out, id)
 		}
 	}
@@ -216,10 +253,15 @@ func (q *Queue) Claimable(at Window) []int64 {
 // job whose lease may end inside the window may be taken or skipped; either answer narrows
 // where its end lies.
 func (q *Queue) Claim(at Window, lease time.Duration, ok bool, id, gen int64) error {
+	return q.ClaimFor(at, lease, ok, id, gen, "")
+}
+
+// ClaimFor is Claim by the named worker, whose lease it becomes where leases are the worker's.
+func (q *Queue) ClaimFor(at Window, lease time.Duration, ok bool, id, gen int64, worker string) error {
 	claimable := q.Claimable(at)
 	if !ok {
 		if len(claimable) > 0 {
-			return Violate(PRecovery, "claim at %s returned no job, but job %d is eligible and unlocked (%s)", at, claimable[0], q.describe(claimable[0]))
+			return q.lost(at, claimable[0])
 		}
 		q.skipped(at, func(*Job) bool { return true })
 		return nil
@@ -228,13 +270,8 @@ func (q *Queue) Claim(at Window, lease time.Duration, ok bool, id, gen int64) er
 	if !exists {
 		return Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
 	}
-	switch {
-	case j.State == Done:
-		return Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
-	case j.State == Running && j.LeaseAt(at) == Live:
-		return Violate(PExclusion, "claim at %s returned job %d, whose generation %d still held a lease that was certainly live: %s", at, id, j.Generation, j.lease())
-	case j.Locked:
-		return Violate(PSkipLocked, "claim returned job %d, which another session holds row-locked", id)
+	if v := q.claimRefused(at, j); v != nil {
+		return v
 	}
 	if q.Shape.NoGeneration {
 		if gen <= j.Generation {
@@ -253,21 +290,69 @@ func (q *Queue) Claim(at Window, lease time.Duration, ok bool, id, gen int64) er
 	if j.State == Running {
 		j.Until = j.Until.NotAfter(at.To)
 	}
-	j.State, j.Generation, j.Until, j.Lease, j.Claimed = Running, gen, at.Shift(lease), lease, at
+	if q.Shape.Life.AttemptsAtClaim {
+		j.Attempts++
+	}
+	j.State, j.Generation, j.Until, j.Lease, j.Claimed, j.Renewed = Running, gen, at.Shift(lease), lease, at, false
+	j.Due, j.Owner = Window{}, worker
 	return nil
 }
 
-// skipped narrows the leases a claim in window at passed over: each was not yet over when the
-// claim looked at it, so it ends no earlier than the window's start. A queue whose claims leave
-// expired jobs to its rescue step tells nothing by passing one over.
-func (q *Queue) skipped(at Window, which func(*Job) bool) {
-	if q.Shape.RescueOnly {
-		return
+// claimRefused is the promise a claim in window at broke by returning job j, or nil.
+func (q *Queue) claimRefused(at Window, j *Job) *Violation {
+	lc := q.Shape.Life
+	switch {
+	case j.State == Done:
+		return Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", j.ID)
+	case j.State == Dead:
+		return Violate(PRetries, "claim returned job %d, which is dead, its attempts at %d (dead is terminal)", j.ID, j.Attempts)
+	case j.State == Running && j.LeaseAt(at) == Live:
+		return Violate(PExclusion, "claim at %s returned job %d, whose generation %d still held a lease that was certainly live: %s", at, j.ID, j.Generation, j.lease())
+	case j.Locked:
+		return Violate(PSkipLocked, "claim returned job %d, which another session holds row-locked", j.ID)
+	case j.State == Ready && dueAt(j.Due, at) == Over:
+		return Violate(PScheduling, "claim at %s returned job %d, which is not due before %s (%s)", at, j.ID, Stamp(j.Due.From), q.dueWhy(j))
+	case lc.AttemptsAtClaim && lc.exhausted(j.Attempts):
+		return Violate(PRetries, "claim returned job %d for attempt %d; the queue allows %d", j.ID, j.Attempts+1, lc.MaxAttempts)
 	}
+	return nil
+}
+
+// lost is the verdict on a claim in window at that returned nothing while job id was certainly
+// eligible: a job no claim takes is lost, one that a failure made ready again is a failure
+// lost, and one a drain cannot take is a drain that cannot account for every job.
+func (q *Queue) lost(at Window, id int64) *Violation {
+	j := q.jobs[id]
+	if q.Draining && q.Shape.Life.On {
+		return Violate(PDrain, "the drain's claim at %s returned no job, but job %d is eligible and unlocked (%s%s): the drain cannot account for it", at, id, q.describe(id), q.since(j))
+	}
+	if j.Failed && j.State == Ready {
+		return Violate(PRetries, "claim at %s returned no job, but job %d failed and is due again since %s (%d attempts, kept %q): the failure lost the job", at, id, Stamp(j.Due.To), j.Attempts, j.Kept)
+	}
+	return Violate(PRecovery, "claim at %s returned no job, but job %d is eligible and unlocked (%s)", at, id, q.describe(id))
+}
+
+// dueWhy says what made a ready job due when it is.
+func (q *Queue) dueWhy(j *Job) string {
+	if j.Failed {
+		return fmt.Sprintf("its backoff after attempt %d", j.Attempts)
+	}
+	return "its run-at time"
+}
+
+// skipped narrows what a claim in window at passed over: a running job's lease was not yet over
+// when the claim looked at it, so it ends no earlier than the window's start (a queue whose
+// claims leave expired jobs to its rescue step tells nothing by passing one over); a ready job
+// was not yet due, so it becomes due no earlier than the window's start.
+func (q *Queue) skipped(at Window, which func(*Job) bool) {
 	for _, id := range q.ids {
 		j := q.jobs[id]
-		if j.State == Running && !j.Locked && which(j) && j.LeaseAt(at) == Uncertain {
+		switch {
+		case j.Locked || !which(j):
+		case j.State == Running && !q.Shape.RescueOnly && j.LeaseAt(at) == Uncertain:
 			j.Until = j.Until.NotBefore(at.From)
+		case j.State == Ready && dueAt(j.Due, at) == Uncertain:
+			j.Due = j.Due.NotBefore(at.From)
 		}
 	}
 }
@@ -317,6 +402,8 @@ func (q *Queue) whyNotComplete(at Window, id, gen int64, j *Job) *Violation {
 		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d does not exist", id, gen, id)
 	case j.State == Done:
 		return Violate(PDoneOnce, "complete(%d, gen %d) changed 1 row, but the job was already done", id, gen)
+	case j.State == Dead:
+		return Violate(PRetries, "complete(%d, gen %d) changed 1 row, but the job is dead (dead is terminal)", id, gen)
 	case j.State != Running:
 		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the job is %s, not running", id, gen, j.State)
 	case j.Generation != gen:
@@ -339,10 +426,12 @@ func (q *Queue) Expire(at Window, id int64) {
 	}
 }
 
-// Rescue checks what the queue's rescue step, run in window at, answered (the jobs it made
-// ready) and applies it. It may take a running job whose lease is over, must take each one that
-// is certainly over and that no row lock holds (else nothing reclaims it where claims leave
-// expired jobs alone), and must never take a live lease, a ready job or a done one.
+// Rescue checks what the queue's rescue step, run in window at, answered (the jobs it took) and
+// applies it. It may take a running job whose lease is over, must take each one that is
+// certainly over and that no row lock holds (else nothing reclaims it where claims leave
+// expired jobs alone), and must never take a live lease, a ready job, a done or a dead one.
+// A job it takes becomes ready, or, with a lifecycle, what the lapse makes it (Lifecycle.lapsed):
+// dead once a counted lapse used its last attempt, or due only after its backoff.
 func (q *Queue) Rescue(at Window, ids []int64) error {
 	took := map[int64]bool{}
 	for _, id := range ids {
@@ -354,6 +443,8 @@ func (q *Queue) Rescue(at Window, ids []int64) error {
 			return Violate(PRecovery, "rescue returned job %d twice", id)
 		case j.State == Done:
 			return Violate(PDoneOnce, "rescue at %s made job %d ready again, but it was done (done is terminal)", at, id)
+		case j.State == Dead:
+			return Violate(PRetries, "rescue at %s took job %d, which is dead (dead is terminal)", at, id)
 		case j.State != Running:
 			return Violate(PRecovery, "rescue returned job %d, which is %s, not running", id, j.State)
 		case j.Locked:
@@ -373,7 +464,11 @@ func (q *Queue) Rescue(at Window, ids []int64) error {
 			if l == Uncertain {
 				j.Until = j.Until.NotAfter(at.To)
 			}
-			j.State, j.Until, j.Lease, j.Claimed = Ready, Window{}, 0, Window{}
+			if q.Shape.Life.countsLapse() {
+				j.Attempts++
+			}
+			j.State, j.Due = q.Shape.Life.lapsed(j.Attempts, at)
+			j.Until, j.Lease, j.Claimed = Window{}, 0, Window{}
 		case l == Over:
 			return Violate(PRecovery, "rescue at %s left job %d running, though its lease was certainly over: %s", at, id, j.lease())
 		case l == Uncertain:
@@ -399,12 +494,15 @@ func (q *Queue) Unlock(id int64) {
 // Completions is the number of accepted completions of a job.
 func (q *Queue) Completions(id int64) int { return q.completions[id] }
 
-// Row is a job as the queue's snapshot reports it. LeaseLive matters only for running jobs.
+// Row is a job as the queue's snapshot reports it. LeaseLive matters only for running jobs;
+// Attempts and Kept (the error text its last failure kept) only where the queue has a lifecycle.
 type Row struct {
 	ID         int64
 	State      State
 	Generation int64
 	LeaseLive  bool
+	Attempts   int64
+	Kept       string
 }
 
 func (r Row) String() string {
@@ -415,6 +513,12 @@ func (r Row) String() string {
 		} else {
 			s += "/expired"
 		}
+	}
+	if r.Attempts > 0 {
+		s += fmt.Sprintf("/a%d", r.Attempts)
+	}
+	if r.Kept != "" {
+		s += fmt.Sprintf("/%q", r.Kept)
 	}
 	return s
 }
@@ -430,8 +534,14 @@ func (q *Queue) String() string {
 			b.WriteByte(' ')
 		}
 		fmt.Fprintf(&b, "%d:%s/g%d", id, j.State, j.Generation)
-		if j.State == Running {
+		if j.Attempts > 0 {
+			fmt.Fprintf(&b, "/a%d", j.Attempts)
+		}
+		switch {
+		case j.State == Running:
 			fmt.Fprintf(&b, "/ends %s", j.Until)
+		case j.State == Ready && j.Due != Window{}:
+			fmt.Fprintf(&b, "/due %s", j.Due)
 		}
 	}
 	b.WriteByte(']')
@@ -464,26 +574,8 @@ func (q *Queue) CheckSnapshot(at Window, got []Row) error {
 			return Violate(PRecovery, "job %d is missing from the queue (lost)", id)
 		}
 		present++
-		if g.State != w.State {
-			p := PRecovery
-			if w.State == Done || g.State == Done {
-				p = PDoneOnce
-			}
-			return Violate(p, "job %d is %s in the queue, but the specification says %s", id, g.State, w.State)
-		}
-		if g.Generation != w.Generation && !q.Shape.NoGeneration {
-			return Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", id, g.Generation, w.Generation)
-		}
-		if w.State != Running {
-			continue
-		}
-		switch live := w.LeaseAt(at); {
-		case live == Uncertain && g.LeaseLive:
-			w.Until = w.Until.NotBefore(at.From)
-		case live == Uncertain:
-			w.Until = w.Until.NotAfter(at.To)
-		case g.LeaseLive != (live == Live):
-			return Violate(PDBTime, "job %d's lease is %s in a snapshot at %s, but it was %s: %s", id, liveWord(g.LeaseLive), at, live, w.lease())
+		if v := q.checkRow(at, w, g); v != nil {
+			return v
 		}
 	}
 	if len(got) != present {
@@ -495,6 +587,53 @@ func (q *Queue) CheckSnapshot(at Window, got []Row) error {
 		return Violate(PRecovery, "the queue holds %d rows, the specification %d", len(got), present)
 	}
 	return nil
+}
+
+// checkRow compares one job's row, read in window at, with the specification's job.
+func (q *Queue) checkRow(at Window, w *Job, g Row) *Violation {
+	id, lc := w.ID, q.Shape.Life
+	switch {
+	case g.State != w.State:
+		return Violate(stateBroken(w.State, g.State, w.Failed), "job %d is %s in the queue, but the specification says %s%s", id, g.State, w.State, q.since(w))
+	case g.Generation != w.Generation && !q.Shape.NoGeneration:
+		return Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", id, g.Generation, w.Generation)
+	case lc.On && g.Attempts != w.Attempts:
+		return Violate(PRetries, "job %d has %d attempts in the queue, but the specification says %d%s", id, g.Attempts, w.Attempts, q.since(w))
+	case lc.On && g.Kept != w.Kept:
+		return Violate(PRetries, "job %d keeps the error %q in the queue, but its last failure reported %q", id, g.Kept, w.Kept)
+	case w.State != Running:
+		return nil
+	}
+	switch live := w.LeaseAt(at); {
+	case live == Uncertain && g.LeaseLive:
+		w.Until = w.Until.NotBefore(at.From)
+	case live == Uncertain:
+		w.Until = w.Until.NotAfter(at.To)
+	case g.LeaseLive != (live == Live):
+		return Violate(PDBTime, "job %d's lease is %s in a snapshot at %s, but it was %s: %s", id, liveWord(g.LeaseLive), at, live, w.lease())
+	}
+	return nil
+}
+
+// stateBroken is the promise a job seen in state got, where the specification says want,
+// broke: a dead job's, or one that failed, is the retries'; a done one's, done at most once;
+// any other, recovery.
+func stateBroken(want, got State, failed bool) Property {
+	switch {
+	case want == Dead || got == Dead || failed:
+		return PRetries
+	case want == Done || got == Done:
+		return PDoneOnce
+	}
+	return PRecovery
+}
+
+// since says, for a verdict, what the job's last failure made of it.
+func (q *Queue) since(j *Job) string {
+	if !j.Failed {
+		return ""
+	}
+	return fmt.Sprintf(" (it failed %q; the queue allows %d attempts)", j.Kept, q.Shape.Life.MaxAttempts)
 }
 
 func liveWord(b bool) string {

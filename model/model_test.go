@@ -128,7 +128,7 @@ func TestLeaseTime(t *testing.T) {
 	wantViolation(t, c.Complete(w(1001, 1002), 1, 1, 0), PFencing, "certainly live")
 	c = q.Clone()
 	mustNil(t, c.Complete(w(1005, 1006), 1, 1, 0)) // refused: it ends by 1.006s
-	wantViolation(t, c.CheckSnapshot(w(1007, 1008), []Row{{1, Running, 1, true}}), PDBTime, "certainly over")
+	wantViolation(t, c.CheckSnapshot(w(1007, 1008), []Row{{ID: 1, State: Running, Generation: 1, LeaseLive: true}}), PDBTime, "certainly over")
 	wantViolation(t, q.Clone().Claim(w(700, 701), time.Second, true, 1, 2), PExclusion, "certainly live")
 	mustNil(t, q.Clone().Claim(w(1002, 1003), time.Second, true, 1, 2))
 }
@@ -138,15 +138,15 @@ func TestCheckSnapshot(t *testing.T) {
 	mustNil(t, q.Enqueue(1))
 	mustNil(t, q.Enqueue(2))
 	mustNil(t, q.Claim(At(0), hour, true, 1, 1))
-	good := []Row{{1, Running, 1, true}, {2, Ready, 0, false}}
+	good := []Row{{ID: 1, State: Running, Generation: 1, LeaseLive: true}, {ID: 2, State: Ready, Generation: 0, LeaseLive: false}}
 	mustNil(t, q.CheckSnapshot(At(0), good))
 	// A ready row's lease means nothing.
-	mustNil(t, q.CheckSnapshot(At(0), []Row{{1, Running, 1, true}, {2, Ready, 0, true}}))
+	mustNil(t, q.CheckSnapshot(At(0), []Row{{ID: 1, State: Running, Generation: 1, LeaseLive: true}, {ID: 2, State: Ready, Generation: 0, LeaseLive: true}}))
 	wantViolation(t, q.CheckSnapshot(At(0), good[:1]), PRecovery, "missing")
-	wantViolation(t, q.CheckSnapshot(At(0), []Row{{1, Running, 2, true}, good[1]}), PGenerations, "generation 2")
-	wantViolation(t, q.CheckSnapshot(At(0), []Row{{1, Running, 1, false}, good[1]}), PDBTime, "expired in a snapshot")
-	wantViolation(t, q.CheckSnapshot(At(0), []Row{{1, Done, 1, false}, good[1]}), PDoneOnce, "done")
-	wantViolation(t, q.CheckSnapshot(At(0), append(good, Row{3, Ready, 0, false})), PRecovery, "never enqueued")
+	wantViolation(t, q.CheckSnapshot(At(0), []Row{{ID: 1, State: Running, Generation: 2, LeaseLive: true}, good[1]}), PGenerations, "generation 2")
+	wantViolation(t, q.CheckSnapshot(At(0), []Row{{ID: 1, State: Running, Generation: 1, LeaseLive: false}, good[1]}), PDBTime, "expired in a snapshot")
+	wantViolation(t, q.CheckSnapshot(At(0), []Row{{ID: 1, State: Done, Generation: 1, LeaseLive: false}, good[1]}), PDoneOnce, "done")
+	wantViolation(t, q.CheckSnapshot(At(0), append(good, Row{ID: 3, State: Ready, Generation: 0, LeaseLive: false})), PRecovery, "never enqueued")
 }
 
 func TestEnqueueIDs(t *testing.T) {

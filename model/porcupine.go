@@ -52,6 +52,15 @@ const (
 	// Under concurrency a rescue that leaves a job alone is always legal: it may have skipped
 	// the row, locked by a transaction in flight.
 	OpRescue OpKind = "rescue"
+	// The lifecycle's: the current owner reports a failure (retryable or not, with an error
+	// text); the owner renews its lease (per job; or, where leases are the worker's, its
+	// heartbeat, one operation per job it extended, Found and Job); a business effect committed
+	// with its completion's transaction; one job's count in the business table, as the effects
+	// statement reported it.
+	OpFail    OpKind = "fail"
+	OpRenew   OpKind = "renew"
+	OpEffect  OpKind = "effect"
+	OpEffects OpKind = "effects"
 )
 
 // Input is what a session asked for.
@@ -68,8 +77,15 @@ type Input struct {
 	Strict bool `json:"strict,omitempty"`
 	// At is the database time the statement ran in (To is Never when its answer was lost).
 	At Window `json:"at,omitempty"`
-	// Lease is the lease length a claim asked for (0: one that outlives the run).
+	// Lease is the lease length a claim or a renewal asked for (0: one that outlives the run).
 	Lease time.Duration `json:"lease,omitempty"`
+	// Delay is an enqueue's run-at delay: the job is due that long after the enqueue ran.
+	Delay time.Duration `json:"delay,omitempty"`
+	// Retryable and Text are a failure's report.
+	Retryable bool   `json:"retryable,omitempty"`
+	Text      string `json:"text,omitempty"`
+	// Worker is the worker a claim is for and a heartbeat is from, where leases are the worker's.
+	Worker string `json:"worker,omitempty"`
 }
 
 // Outcome says whether an operation's answer came back.
@@ -100,27 +116,43 @@ type Output struct {
 	State State  `json:"state,omitempty"` // observe
 	Live  bool   `json:"live,omitempty"`  // observe: lease_live (meaningful for running jobs)
 	Err   string `json:"err,omitempty"`   // the error, when the statement failed
+	// Attempts and Kept: an observation's attempts and kept error text, on a queue with a
+	// lifecycle. Rows is also a fail's or renewal's rows changed and an effects count.
+	Attempts int64  `json:"attempts,omitempty"`
+	Kept     string `json:"kept,omitempty"`
 }
 
 // JobOf returns the job an operation belongs to, when its input or output names one.
 func JobOf(in Input, out Output) (int64, bool) { return specOf(in.Kind).job(in, out) }
 
 // JobState is one job as the concurrent model sees it; the zero value is "not enqueued".
-// Until, where a running job's lease ends, is kept zero otherwise, so that equal states
-// compare equal.
+// Until, where a running job's lease ends, is kept zero otherwise, and Due, when a ready job
+// becomes due, zero once it is claimed, so that equal states compare equal. Attempts, Kept (the
+// last failure's error text), Failed, Effects (business effects committed) and Owner (the
+// worker holding a worker-owned lease) are the lifecycle's.
 type JobState struct {
-	Exists bool
-	State  State
-	Gen    int64
-	Until  Window
+	Exists   bool
+	State    State
+	Gen      int64
+	Until    Window
+	Due      Window
+	Attempts int64
+	Kept     string
+	Failed   bool
+	Effects  int64
+	Owner    string
 }
 
-// eligible: may a claim in window at take the job (Live: it must be able to).
-func (s JobState) eligible(at Window) Liveness {
+// eligible: may a claim in window at take the job (Live: it must be able to), on a queue of the
+// seed's shape.
+func (s JobState) eligible(at Window) Liveness { return Shape{}.eligible(s, at) }
+
+// eligible: may a claim in window at take the job s (Live: it must be able to).
+func (sh Shape) eligible(s JobState, at Window) Liveness {
 	if !s.Exists {
 		return Over
 	}
-	return claimableAt(s.State, s.Until, at)
+	return sh.claimable(s.State, s.Until, s.Due, s.Attempts, at, false)
 }
 
 func (s JobState) completable(gen int64, at Window) Liveness {
@@ -137,9 +169,26 @@ func (s JobState) String() string {
 	case s.State == Running && s.Until.From == Never:
 		return fmt.Sprintf("running g%d live", s.Gen)
 	case s.State == Running:
-		return fmt.Sprintf("running g%d, lease ends %s", s.Gen, s.Until)
+		return fmt.Sprintf("running g%d, lease ends %s", s.Gen, s.Until) + s.life()
+	case s.State == Ready && s.Due != Window{}:
+		return fmt.Sprintf("ready g%d, due %s", s.Gen, s.Due) + s.life()
 	}
-	return fmt.Sprintf("%s g%d", s.State, s.Gen)
+	return fmt.Sprintf("%s g%d", s.State, s.Gen) + s.life()
+}
+
+// life is what the lifecycle adds to a job's description.
+func (s JobState) life() string {
+	var out string
+	if s.Attempts > 0 {
+		out += fmt.Sprintf(", %d attempts", s.Attempts)
+	}
+	if s.Failed {
+		out += fmt.Sprintf(", kept %q", s.Kept)
+	}
+	if s.Effects > 0 {
+		out += fmt.Sprintf(", %d effects", s.Effects)
+	}
+	return out
 }
 
 // StepJob is the concurrent specification of one job of a queue of the seed's shape.
@@ -291,7 +340,7 @@ func (p *partitioner) part(id int64, part []porcupine.Operation) []porcupine.Ope
 		windows++
 	}
 	part = p.claimCopies(id, part, windows, doneBy)
-	for _, op := range p.unnamed[spreadExpired] {
+	for _, op := range p.unnamed[spreadEvery] {
 		part = append(part, copyFor(op, id))
 	}
 	for _, op := range p.unnamed[spreadNoneFree] {
@@ -348,7 +397,8 @@ func (sh Shape) Porcupine() porcupine.Model {
 		Hash: func(state any) uint64 {
 			s := state.(JobState)
 			h := fnv.New64a()
-			fmt.Fprintf(h, "%t/%s/%d/%d/%d", s.Exists, s.State, s.Gen, s.Until.From, s.Until.To)
+			fmt.Fprintf(h, "%t/%s/%d/%d/%d/%d/%d/%d/%q/%t/%d/%s", s.Exists, s.State, s.Gen, s.Until.From, s.Until.To,
+				s.Due.From, s.Due.To, s.Attempts, s.Kept, s.Failed, s.Effects, s.Owner)
 			return h.Sum64()
 		},
 		DescribeOperation: func(input, output any) string { return DescribeOp(input.(Input), output.(Output)) },

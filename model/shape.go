@@ -22,6 +22,9 @@ type Shape struct {
 	// TxBound: a claim's lease is the transaction it holds open; when that transaction ends
 	// without the completion (expired: aborted, its backend terminated) the job is ready again.
 	TxBound bool `json:"tx_bound,omitempty"`
+	// Life is the rest of a job's life the queue declares: failures, retries, dead jobs,
+	// renewals, run-at times, business effects.
+	Life Lifecycle `json:"life,omitempty"`
 }
 
 // Promised reports whether the queue promises property p.
@@ -30,9 +33,28 @@ func (sh Shape) Promised(p Property) bool {
 }
 
 // Judged reports whether property p is judged on the queue at all: a queue without a
-// generation counter has no generations to judge.
-func (sh Shape) Judged(p Property) bool {
-	return p != PGenerations || !sh.NoGeneration
+// generation counter has no generations to judge, and the lifecycle's properties are judged
+// where the queue ships what they speak of.
+func (sh Shape) Judged(p Property) bool { return sh.NotJudged(p) == "" }
+
+// NotJudged says why property p is not judged on the queue ("" when it is).
+func (sh Shape) NotJudged(p Property) string {
+	lc := sh.Life
+	switch {
+	case p == PGenerations && sh.NoGeneration:
+		return "the queue declares no generation counter"
+	case p == PWriteFencing && !lc.On && !lc.Renews:
+		return "the queue has neither fail.sql nor renew.sql"
+	case (p == PRetries || p == PDrain) && !lc.On:
+		return "the queue has no fail.sql"
+	case p == PRenewal && !lc.Renews:
+		return "the queue has no renew.sql"
+	case p == PScheduling && !lc.Schedules && !lc.On:
+		return "the queue schedules no job for later (no run-at delay, no backoff)"
+	case p == PEffects && !lc.Effects:
+		return "the queue has no effect.sql"
+	}
+	return ""
 }
 
 // String names the declared forms, for banners and reports ("" for the seed's shape).
@@ -53,17 +75,29 @@ func (sh Shape) String() string {
 	if sh.TxBound {
 		forms = append(forms, "claims hold a transaction")
 	}
+	if l := sh.Life.String(); l != "" {
+		forms = append(forms, l)
+	}
 	return strings.Join(forms, ", ")
 }
 
-// mustClaim says whether a claim in window at must be able to take a job (Live), may (Uncertain)
-// or must not (Over), row locks aside. Where the queue rescues expired jobs, a claim is never
-// obliged to take a running one; it may.
-func (sh Shape) mustClaim(st State, until, at Window) Liveness {
-	if sh.RescueOnly && st == Running {
+// claimable says whether a claim in window at must be able to take a job (Live), may
+// (Uncertain) or must not (Over), row locks aside: a ready job once it is due, a running one once
+// its lease is over, neither once its attempts ran out where claims count them. must: where the
+// queue rescues expired jobs, a claim is never obliged to take a running one (it may).
+func (sh Shape) claimable(st State, until, due Window, attempts int64, at Window, must bool) Liveness {
+	lc := sh.Life
+	switch {
+	case lc.AttemptsAtClaim && lc.exhausted(attempts):
 		return Over
+	case st == Ready:
+		return dueAt(due, at)
+	case st == Running && must && sh.RescueOnly:
+		return Over
+	case st == Running:
+		return Live - leaseAt(until, at) // the reverse of the lease's liveness
 	}
-	return claimableAt(st, until, at)
+	return Over
 }
 
 // PropertyNamed finds a property by its short name ("fencing", "mutual exclusion" or

@@ -78,19 +78,6 @@ func (l Liveness) String() string {
 	return "uncertain"
 }
 
-// claimableAt says whether a claim in window at may take a job in state st whose lease ends in
-// until (row locks aside): yes for a ready job, and for a running one whose lease is over;
-// maybe while its end may lie in at. The sequential and the concurrent model both ask it.
-func claimableAt(st State, until, at Window) Liveness {
-	switch st {
-	case Ready:
-		return Live
-	case Running:
-		return Live - leaseAt(until, at) // the reverse of the lease's liveness
-	}
-	return Over
-}
-
 // completableAt says whether complete(id, gen) in window at must succeed (Live), must change
 // nothing (Over), or may do either, on a job in state st at generation cur whose lease ends in
 // until.

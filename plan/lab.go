@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -65,11 +66,15 @@ func (l *Lab) open(ctx context.Context) error {
 	if err := l.in.Reset(ctx); err != nil {
 		return err
 	}
+	kept, err := l.rowCounts(ctx)
+	if err != nil {
+		return err
+	}
 	ids, kinds, err := l.makeTemplates(ctx)
 	if err != nil {
 		return err
 	}
-	if err := l.locate(ctx, ids); err != nil {
+	if err := l.locate(ctx, ids, kept); err != nil {
 		return err
 	}
 	var cases strings.Builder
@@ -169,22 +174,42 @@ FROM pg_attribute a
 WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
   AND a.attgenerated = '' AND a.attidentity = '' AND a.attname <> $2`
 
-// locate finds the one table that holds exactly the four jobs, keyed by the ids the contract
-// returned, and checks that no other table was written.
-func (l *Lab) locate(ctx context.Context, ids [4]int64) error {
+// rowCounts counts the rows of every user table.
+func (l *Lab) rowCounts(ctx context.Context) (map[string]int64, error) {
 	tables, err := l.strings(ctx, userTablesSQL)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, t := range tables {
+		var total int64
+		if err := l.conn().QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&total); err != nil {
+			return nil, fmt.Errorf("pgqcheck: plan: counting %s: %s", t, textfmt.ErrLine(err))
+		}
+		out[t] = total
+	}
+	return out, nil
+}
+
+// locate finds the one table that holds exactly the four jobs, keyed by the ids the contract
+// returned, and checks that no other table was written. A table that holds as many rows as it
+// did right after the reset (the state reset.sql rebuilds, a settings row) was not written.
+func (l *Lab) locate(ctx context.Context, ids [4]int64, kept map[string]int64) error {
+	counts, err := l.rowCounts(ctx)
 	if err != nil {
 		return err
 	}
+	tables := make([]string, 0, len(counts))
+	for t := range counts {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
 	type match struct{ table, col string }
 	var found []match
 	var written []string
 	for _, t := range tables {
-		var total int64
-		if err := l.conn().QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&total); err != nil {
-			return fmt.Errorf("pgqcheck: plan: counting %s: %s", t, textfmt.ErrLine(err))
-		}
-		if total == 0 {
+		total := counts[t]
+		if total == 0 || total == kept[t] {
 			continue
 		}
 		written = append(written, t)

@@ -239,11 +239,15 @@ func writeQueue(t *testing.T, name string, edits map[string]string) *sut.Queue {
 		sut.FileSchema: q.Schema, sut.FileEnqueue: q.Enqueue, sut.FileClaim: q.Claim,
 		sut.FileComplete: q.Complete, sut.FileExpire: q.Expire, sut.FileSnapshot: q.Snapshot,
 		sut.FileLock: q.Lock, sut.FileConfig: `{"claim_order": "` + string(q.Order) + `"}`,
+		sut.FileFail: q.Fail, sut.FileRenew: q.Renew, sut.FileEffect: q.Effect, sut.FileEffects: q.Effects, sut.FileReset: q.Reset,
 	}
 	for f, text := range edits {
 		files[f] = text
 	}
 	for f, text := range files {
+		if text == "" {
+			continue
+		}
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -340,4 +344,29 @@ func TestClaimCostReport(t *testing.T) {
 		reports = append(reports, r)
 	}
 	t.Log("\n" + Table(reports...))
+}
+
+// TestStateKeptByTheReset: a table that reset.sql fills after every reset (a retry policy) is
+// the queue's state, not a table the contract's statements write: the lifecycle queue, whose
+// policy lives so, is measured, and the same queue whose enqueue also writes the policy table
+// is not.
+func TestStateKeptByTheReset(t *testing.T) {
+	lc := sut.MustBuiltin("lifecycle")
+	r, err := Measure(context.Background(), suttest.Install(t, lc), []int{10, 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Measurable {
+		t.Fatalf("not measurable: %s", r.NotMeasurable)
+	}
+	q := writeQueue(t, "lifecycle", map[string]string{
+		sut.FileEnqueue: "WITH p AS (INSERT INTO retry_policy VALUES (3, interval '1 second', 1)) " + lc.Enqueue,
+	})
+	r, err = Measure(context.Background(), suttest.Install(t, q), []int{10, 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Measurable || !strings.Contains(r.NotMeasurable, "also wrote retry_policy besides jobs") {
+		t.Fatalf("measurable %v (%q): an enqueue that writes the policy table was taken for one that does not", r.Measurable, r.NotMeasurable)
+	}
 }

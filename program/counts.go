@@ -50,6 +50,12 @@ type Counts struct {
 	Stalls         int64 `json:"stalled_requests,omitempty"`
 	// StressRounds is how many stress runs the claim waits were observed over.
 	StressRounds int64 `json:"stress_rounds,omitempty"`
+	// The lifecycle's: failures and renewals the queue accepted, jobs enqueued to run later,
+	// business effects written (each in its completion's transaction, which may roll back).
+	Failures  int64 `json:"failures,omitempty"`
+	Renewals  int64 `json:"renewals,omitempty"`
+	Scheduled int64 `json:"scheduled,omitempty"`
+	Effects   int64 `json:"effects,omitempty"`
 }
 
 func (c Counts) String() string {
@@ -73,6 +79,9 @@ func (c Counts) String() string {
 	}
 	if c.NotPromised > 0 {
 		s += fmt.Sprintf("; not promised: %d observed", c.NotPromised)
+	}
+	if c.Failures+c.Renewals+c.Scheduled+c.Effects > 0 {
+		s += fmt.Sprintf("; lifecycle: %d failures, %d renewals, %d scheduled, %d effects", c.Failures, c.Renewals, c.Scheduled, c.Effects)
 	}
 	return s
 }
@@ -111,6 +120,10 @@ func (c *Counts) Add(o Counts) {
 	c.Aborted += o.Aborted
 	c.ClaimWaits += o.ClaimWaits
 	c.StressRounds += o.StressRounds
+	c.Failures += o.Failures
+	c.Renewals += o.Renewals
+	c.Scheduled += o.Scheduled
+	c.Effects += o.Effects
 }
 
 // Answers is what the queue answered during one operation, and how long it paused.
@@ -126,6 +139,8 @@ func (c *Counts) Observe(op Op, a Answers, err error) {
 		c.Errors++
 	}
 	c.TimedClaims += int64(a.Timed)
+	c.Failures, c.Renewals, c.Effects = c.Failures+int64(a.Failed), c.Renewals+int64(a.Renewed), c.Effects+int64(a.Effects)
+	c.Scheduled, c.Enqueued = c.Scheduled+int64(a.Scheduled), c.Enqueued+int64(a.Scheduled)
 	if a.Slept > 0 {
 		c.RealPauses++
 		c.PausedMillis += a.Slept.Milliseconds()
@@ -173,5 +188,7 @@ func (c *Counts) Observe(op Op, a Answers, err error) {
 		// drained rather than as workers' claims.
 		c.Drains++
 		c.DrainedJobs += int64(a.Accepted)
+	default: // the claims and completions its statements answered (a completion with its effect)
+		claimsAndCompletions()
 	}
 }

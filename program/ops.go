@@ -3,6 +3,7 @@ package program
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -265,7 +266,7 @@ func (o Claim) Stmts(w *World) []Stmt {
 	case lease == 0:
 		lease = w.Lease
 	}
-	return []Stmt{ClaimStmt{Lease: lease, Worker: w.Session(o.S).Worker()}}
+	return []Stmt{ClaimStmt{Lease: w.Life.Lease(lease), Worker: w.Session(o.S).Worker(), Owns: w.Life.WorkerLease}}
 }
 
 // Rescue runs the queue's rescue step (its rescuer, sweeper or scheduler), which makes ready the
@@ -448,6 +449,9 @@ func (o Commit) Applicable(w *World) bool {
 	return ok && s.InTxn
 }
 func (o Commit) Stmts(w *World) []Stmt { return []Stmt{CommitStmt} }
+
+// Commits says whether the operation ends its transaction with a COMMIT.
+func (o Commit) Commits(*World) bool { return true }
 
 type Rollback struct{ S string }
 
@@ -639,13 +643,26 @@ func (o Drain) Run(ctx context.Context, r Runner) error {
 			return err
 		}
 	}
-	for i := 0; i <= len(res[0].Rows)+len(w.Jobs)+4; i++ {
+	for i, waited := 0, false; i <= len(res[0].Rows)+len(w.Jobs)+4; i++ {
 		c, err := r.Do(ctx, Claim{S: o.S})
 		if err != nil {
 			return err
 		}
 		if len(c) == 0 || c[0].Err != nil || !c[0].Out.Found {
-			break
+			// Jobs the run scheduled for later become due within a short wait: once, while a
+			// job is ready, the drain waits for the last of them, as the database clock tells.
+			d := w.DueBy - w.Clock.Estimate()
+			if waited || d <= 0 || d > MaxNearLease {
+				break
+			}
+			if s, err := r.Do(ctx, Snapshot{S: o.S}); err != nil || len(s) == 0 || !slices.ContainsFunc(s[0].Rows, func(r model.Row) bool { return r.State == model.Ready }) {
+				return err
+			}
+			if err := r.Sleep(ctx, d+10*time.Millisecond); err != nil {
+				return err
+			}
+			waited = true
+			continue
 		}
 		if _, err := r.Do(ctx, Complete{S: o.S}); err != nil {
 			return err

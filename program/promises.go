@@ -10,9 +10,11 @@ import (
 // The properties each kind of run judges.
 var (
 	SequentialProperties = []model.Property{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations,
-		model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PDBTime, model.PNoErrors}
+		model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PDBTime, model.PNoErrors,
+		model.PWriteFencing, model.PRetries, model.PRenewal, model.PScheduling, model.PDrain, model.PEffects}
 	ConcurrentProperties = []model.Property{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce,
-		model.PSkipLocked, model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors}
+		model.PSkipLocked, model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors,
+		model.PWriteFencing, model.PRetries, model.PRenewal, model.PScheduling, model.PEffects}
 )
 
 // NotPromisedWhat names what a not-promised property's findings are, for "N ... observed".
@@ -46,7 +48,7 @@ func NewVerdicts(sh model.Shape, judged ...model.Property) *Verdicts {
 func (v *Verdicts) Status(p model.Property) string {
 	switch {
 	case !v.Shape.Judged(p):
-		return "not judged (the queue declares no generation counter)"
+		return "not judged (" + v.Shape.NotJudged(p) + ")"
 	case v.Violated[p]:
 		return "violated"
 	case !v.Shape.Promised(p):

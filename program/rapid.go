@@ -34,6 +34,18 @@ func FailProperty(t Failer, p model.Property, msg string) {
 		t.Fatalf("%s", msg)
 	case model.PNoErrors:
 		t.Fatalf("%s", msg)
+	case model.PWriteFencing:
+		t.Fatalf("%s", msg)
+	case model.PRetries:
+		t.Fatalf("%s", msg)
+	case model.PRenewal:
+		t.Fatalf("%s", msg)
+	case model.PScheduling:
+		t.Fatalf("%s", msg)
+	case model.PDrain:
+		t.Fatalf("%s", msg)
+	case model.PEffects:
+		t.Fatalf("%s", msg)
 	default:
 		t.Fatalf("%s", msg)
 	}

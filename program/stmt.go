@@ -44,11 +44,13 @@ type Stmt interface {
 // Result is what came back. Out holds the answer in the form a history records it; Clock
 // the database time the queue's statement ran in (zero for the harness's own statements).
 type Result struct {
-	Out   model.Output
-	Rows  []model.Row // snapshot
-	Jobs  []int64     // rescue: the jobs it made ready
-	Clock sut.Clock
-	Err   error
+	Out  model.Output
+	Rows []model.Row // snapshot
+	Jobs []int64     // rescue: the jobs it made ready
+	// Effects is the business table's counts (effects.sql).
+	Effects []model.EffectCount
+	Clock   sut.Clock
+	Err     error
 }
 
 // Recording is where a concurrent client keeps a statement's answer. The statement says what
@@ -84,6 +86,9 @@ type Tally struct {
 	Claims, Empty     int
 	Accepted, Refused int
 	Timed             int // claims with a lease of their own length
+	// The lifecycle's: failures and renewals accepted, jobs enqueued to run later (counted
+	// apart from Enqueued), effects written.
+	Failed, Renewed, Scheduled, Effects int
 }
 
 // Apply records what a statement of session s answered (see Stmt.Apply).
@@ -103,9 +108,9 @@ func SkipsLocked(st Stmt) bool {
 	return ok && t.SkipsLocked()
 }
 
-// failed records on the world that a statement of s failed: a transaction it ran in can now
-// only end.
-func failed(s *Session) {
+// StatementFailed records on the session that one of its statements failed: a transaction it ran in
+// can now only end.
+func (s *Session) StatementFailed() {
 	if s.InTxn {
 		s.Aborted = true
 	}

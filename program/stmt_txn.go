@@ -34,7 +34,7 @@ func (st LockStmt) Judge(m *model.Queue, _ *Session, r Result, _ model.Window) e
 }
 func (st LockStmt) Apply(_ *World, s *Session, r Result, _ model.Window) {
 	if r.Err != nil {
-		failed(s)
+		s.StatementFailed()
 		return
 	}
 	s.Locks = append(s.Locks, st.Job)
@@ -131,6 +131,6 @@ func (st SleepStmt) Judge(_ *model.Queue, s *Session, r Result, _ model.Window) 
 }
 func (SleepStmt) Apply(_ *World, s *Session, r Result, _ model.Window) {
 	if r.Err != nil {
-		failed(s)
+		s.StatementFailed()
 	}
 }

@@ -39,20 +39,20 @@ func (st EnqueueStmt) Judge(m *model.Queue, _ *Session, r Result, _ model.Window
 }
 func (st EnqueueStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 	if r.Err != nil {
-		failed(s)
+		s.StatementFailed()
 		return
 	}
 	w.Jobs = append(w.Jobs, r.Out.Job)
 }
-func (st EnqueueStmt) Record(h Recording, r Result) { writeOrFail(h, st.input(), r) }
+func (st EnqueueStmt) Record(h Recording, r Result) { WriteOrFail(h, st.input(), r) }
 func (st EnqueueStmt) Tally(t *Tally, r Result) {
 	if r.Err == nil {
 		t.Enqueued++
 	}
 }
 
-// writeOrFail records a statement that changes the queue: its answer, or its failure.
-func writeOrFail(h Recording, in model.Input, r Result) {
+// WriteOrFail records a statement that changes the queue: its answer, or its failure.
+func WriteOrFail(h Recording, in model.Input, r Result) {
 	if r.Err != nil {
 		h.Failed(in, r.Err)
 		return
@@ -67,6 +67,7 @@ type ClaimStmt struct {
 	Lease  time.Duration
 	Worker string
 	Strict bool
+	Owns   bool // the lease is the worker's, which a history then records
 }
 
 func (ClaimStmt) Name() string      { return "claim" }
@@ -99,11 +100,11 @@ func (st ClaimStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window)
 	if r.Err != nil {
 		return lockWaitOr(st, r.Err)
 	}
-	return m.Claim(at, st.Lease, r.Out.Found, r.Out.Job, r.Out.Gen)
+	return m.ClaimFor(at, st.Lease, r.Out.Found, r.Out.Job, r.Out.Gen, st.Worker)
 }
 func (st ClaimStmt) Apply(w *World, s *Session, r Result, at model.Window) {
 	if r.Err != nil {
-		failed(s)
+		s.StatementFailed()
 		return
 	}
 	if r.Out.Found {
@@ -117,6 +118,9 @@ func (st ClaimStmt) Apply(w *World, s *Session, r Result, at model.Window) {
 }
 func (st ClaimStmt) Record(h Recording, r Result) {
 	in := model.Input{Kind: model.OpClaim, Lease: st.Lease, Strict: st.Strict}
+	if st.Owns {
+		in.Worker = st.Worker
+	}
 	switch {
 	case r.Err != nil:
 		h.Failed(in, r.Err)
@@ -192,16 +196,17 @@ func (st CompleteStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Wind
 func (st CompleteStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 	switch {
 	case r.Err != nil:
-		failed(s)
+		s.StatementFailed()
 	case w.TxBound && r.Out.Rows == 1:
 		s.Holding = false
 	}
+	s.Accepted = s.InTxn && r.Err == nil && r.Out.Rows == 1
 }
 func (st CompleteStmt) Record(h Recording, r Result) {
 	if r.Err == nil && r.Out.Rows == 1 {
 		h.Completed(st.Job)
 	}
-	writeOrFail(h, model.Input{Kind: model.OpComplete, Job: st.Job, Gen: st.Gen}, r)
+	WriteOrFail(h, model.Input{Kind: model.OpComplete, Job: st.Job, Gen: st.Gen}, r)
 }
 func (st CompleteStmt) Tally(t *Tally, r Result) {
 	switch {
@@ -238,7 +243,7 @@ func (st ExpireStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window
 // which the expiry ended with the holder's backend.
 func (st ExpireStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 	if r.Err != nil {
-		failed(s)
+		s.StatementFailed()
 		return
 	}
 	for _, o := range w.Sessions {
@@ -249,7 +254,7 @@ func (st ExpireStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 	w.BackendsEnded = w.BackendsEnded || w.TxBound
 }
 func (st ExpireStmt) Record(h Recording, r Result) {
-	writeOrFail(h, model.Input{Kind: model.OpExpire, Job: st.Job}, r)
+	WriteOrFail(h, model.Input{Kind: model.OpExpire, Job: st.Job}, r)
 }
 func (ExpireStmt) Tally(*Tally, Result) {}
 
@@ -281,7 +286,7 @@ func (st SnapshotStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Wind
 }
 func (st SnapshotStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 	if r.Err != nil {
-		failed(s)
+		s.StatementFailed()
 		return
 	}
 	for _, row := range r.Rows {
@@ -302,7 +307,8 @@ func (st SnapshotStmt) Record(h Recording, r Result) {
 			continue
 		}
 		live := row.LeaseLive && row.State == model.Running
-		h.Read(model.Input{Kind: model.OpObserve, Job: row.ID}, model.Output{Found: true, State: row.State, Gen: row.Generation, Live: live})
+		h.Read(model.Input{Kind: model.OpObserve, Job: row.ID}, model.Output{Found: true, State: row.State, Gen: row.Generation, Live: live,
+			Attempts: row.Attempts, Kept: row.Kept})
 	}
 	for _, id := range st.Known {
 		if !seen[id] {
@@ -342,9 +348,11 @@ func (st RescueStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window
 	}
 	return m.Rescue(at, r.Jobs)
 }
-func (st RescueStmt) Apply(_ *World, s *Session, r Result, _ model.Window) {
+func (st RescueStmt) Apply(w *World, s *Session, r Result, at model.Window) {
 	if r.Err != nil {
-		failed(s)
+		s.StatementFailed()
+	} else if w.Life.RescueBackoff && len(r.Jobs) > 0 {
+		w.DueBy = max(w.DueBy, at.To+w.Life.BackoffAfter(w.Life.MaxAttempts))
 	}
 }
 

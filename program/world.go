@@ -46,6 +46,9 @@ type Session struct {
 	InTxn   bool
 	Aborted bool // the open transaction failed: it can only end
 	Claimed bool // the open transaction's claim returned a job
+	// Accepted: the open transaction's completion changed one row, so the transaction commits
+	// (a completion carrying its business effect).
+	Accepted bool
 	// Work: the open transaction is a transaction operation's (ClaimTxn), which claims and
 	// completes inside it even where queue statements otherwise run outside transactions.
 	Work  bool
@@ -77,7 +80,7 @@ func (s *Session) Label() string {
 }
 
 func (s *Session) EndTxn() {
-	s.InTxn, s.Aborted, s.Claimed, s.Work, s.Locks = false, false, false, false, nil
+	s.InTxn, s.Aborted, s.Claimed, s.Work, s.Locks, s.Accepted = false, false, false, false, nil, false
 }
 
 // newest returns the token back places before the session's newest.
@@ -109,6 +112,11 @@ type World struct {
 	NoTxnWork bool
 	CanLock   bool // the queue ships lock.sql
 	CanRescue bool // the queue ships rescue.sql
+	// Life is the queue's lifecycle (fail.sql, renew.sql, run-at delays, effects), which its
+	// operations apply by; DueBy is the latest database time at which a job the run scheduled
+	// (a run-at delay, a failure's backoff) becomes due, which a drain waits for.
+	Life  model.Lifecycle
+	DueBy time.Duration
 	// TxBound: the queue's claims hold the session's transaction; the harness opens none of its
 	// own on a worker, and a worker holds one claim at a time.
 	TxBound bool
@@ -127,7 +135,8 @@ type World struct {
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
-	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, FixedLease: q.FixedLease, Lease: LongLease, Clock: &sut.DBClock{}}
+	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, FixedLease: q.FixedLease, Lease: LongLease,
+		Life: q.Shape().Life, Clock: &sut.DBClock{}}
 	if q.FixedLease != 0 {
 		w.Lease = q.FixedLease
 	}
@@ -145,7 +154,7 @@ func (w *World) Reset() {
 	for _, s := range w.Sessions {
 		*s = Session{Name: s.Name, Lives: s.Lives, Crashes: s.Crashes}
 	}
-	w.Jobs, w.Strays, w.Claims, w.payloads = nil, nil, nil, 0
+	w.Jobs, w.Strays, w.Claims, w.payloads, w.DueBy = nil, nil, nil, 0, 0
 	w.Clock.Reset()
 }
 

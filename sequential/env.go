@@ -137,11 +137,12 @@ func (e *Env) Step(ctx context.Context, op program.Op) error {
 	var err error
 	switch o := op.(type) {
 	case program.Procedure:
+		d, drain := o.(program.Drain)
+		e.Model.Draining = drain
 		err = o.Run(ctx, e)
-		if err == nil {
-			if d, ok := o.(program.Drain); ok {
-				err = e.drained(d)
-			}
+		e.Model.Draining = false
+		if err == nil && drain {
+			err = e.drained(d)
 		}
 	case program.Step:
 		_, err = e.Do(ctx, o)
@@ -193,8 +194,12 @@ func (e *Env) transaction(ctx context.Context, tx program.Transaction) error {
 			err = p.Run(ctx, e)
 		case program.Step:
 			wasAborted := s.Aborted
+			commits := false
+			if c, ok := p.(interface{ Commits(*program.World) bool }); ok {
+				commits = c.Commits(e.W)
+			}
 			_, err = e.Do(ctx, p)
-			if _, commit := p.(program.Commit); commit && err == nil && !wasAborted {
+			if commits && err == nil && !wasAborted {
 				committed = true
 			}
 		}
@@ -359,24 +364,39 @@ func (e *Env) fault(ctx context.Context, s *program.Session, k program.FaultKind
 	return nil
 }
 
-// drained checks what a drain promises: every job no row lock holds is done, completed once.
+// drained checks what a drain promises: every job no row lock holds is done, completed once;
+// where the queue has a lifecycle, done or dead (property 15).
 func (e *Env) drained(d program.Drain) error {
+	p, life := model.PRecovery, e.W.Life.On
+	if life {
+		p = model.PDrain
+	}
 	for _, j := range e.Model.Jobs() {
-		if !j.Locked && (j.State != model.Done || e.Model.Completions(j.ID) > 1) {
-			return model.Violate(model.PRecovery, "after every lease lapsed and the queue drained, job %d is %s with %d completions", j.ID, j.State, e.Model.Completions(j.ID))
+		over := j.State == model.Done || life && j.State == model.Dead
+		if !j.Locked && (!over || e.Model.Completions(j.ID) > 1) {
+			return model.Violate(p, "after every lease lapsed and the queue drained, job %d is %s with %d completions", j.ID, j.State, e.Model.Completions(j.ID))
 		}
 	}
 	return nil
 }
 
-// Check compares the queue's snapshot with the model.
+// Check compares the queue's snapshot with the model and, where the queue writes business
+// effects, its business table with the ledger.
 func (e *Env) Check(ctx context.Context) error {
 	floor := e.W.Clock.Latest()
-	rows, clk, err := e.conns[program.Reader].Snapshot(ctx)
+	reader := e.conns[program.Reader]
+	rows, clk, err := reader.Snapshot(ctx)
 	if err != nil {
 		return program.QueueError(err)
 	}
-	return e.Model.CheckSnapshot(e.W.Clock.Window(clk, floor), rows)
+	if err := e.Model.CheckSnapshot(e.W.Clock.Window(clk, floor), rows); err != nil || !e.W.Life.Effects {
+		return err
+	}
+	effects, _, err := reader.Effects(ctx)
+	if err != nil {
+		return program.QueueError(err)
+	}
+	return e.Model.CheckEffects(effects)
 }
 
 // Program renders the trace as a numbered list, for failure messages and reports.

@@ -28,7 +28,8 @@ type backend interface {
 	// reset forgets what the backend keeps beside the database, once Reset emptied the queue.
 	reset()
 
-	enqueue(ctx context.Context, s *Session, payload string) (int64, Clock, error)
+	// enqueue adds a job due delay after it ran (a queue without run-at times gets 0).
+	enqueue(ctx context.Context, s *Session, payload string, delay time.Duration) (int64, Clock, error)
 	claim(ctx context.Context, s *Session, lease time.Duration) (id, gen int64, ok bool, clk Clock, err error)
 	complete(ctx context.Context, s *Session, id, gen int64) (int64, Clock, error)
 	expire(ctx context.Context, s *Session, id int64) (Clock, error)
@@ -36,6 +37,16 @@ type backend interface {
 	snapshot(ctx context.Context, s *Session) ([]model.Row, Clock, error)
 	// lock row-locks a job in the session's open transaction.
 	lock(ctx context.Context, s *Session, id int64) error
+
+	// The lifecycle's (lifecycle.go): a failure and a renewal presenting a claim's token, a
+	// worker's heartbeat, a business effect written in the session's transaction, the business
+	// table's counts, and what runs after a reset.
+	fail(ctx context.Context, s *Session, id, gen int64, retryable bool, text string) (int64, Clock, error)
+	renew(ctx context.Context, s *Session, id, gen int64, lease time.Duration) (int64, Clock, error)
+	heartbeat(ctx context.Context, s *Session, lease time.Duration) ([]int64, Clock, error)
+	effect(ctx context.Context, s *Session, id int64) (Clock, error)
+	effects(ctx context.Context, s *Session) ([]model.EffectCount, Clock, error)
+	afterReset(ctx context.Context, in *Installed) error
 }
 
 // lacks is the error for an operation the queue does not ship, named by the file a folder

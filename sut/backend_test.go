@@ -81,13 +81,78 @@ func (g *sqlInGo) Lock(ctx context.Context, c *pgx.Conn, id int64) error {
 
 func (g *sqlInGo) Reset() { *g.resets++ }
 
+// lifeInGo is sqlInGo for a folder with the lifecycle's statements: each is a Go method of the
+// interface a Go queue implements for it.
+type lifeInGo struct{ *sqlInGo }
+
+func (g lifeInGo) EnqueueAt(ctx context.Context, c *pgx.Conn, payload string, delay time.Duration) (int64, error) {
+	var id int64
+	err := c.QueryRow(ctx, g.q.Enqueue, payload, delay).Scan(&id)
+	return id, err
+}
+
+func (g lifeInGo) Enqueue(ctx context.Context, c *pgx.Conn, payload string) (int64, error) {
+	return g.EnqueueAt(ctx, c, payload, 0)
+}
+
+func (g lifeInGo) Fail(ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (int64, error) {
+	var n int64
+	err := c.QueryRow(ctx, g.q.Fail, id, gen, retryable, text).Scan(&n)
+	return n, err
+}
+
+func (g lifeInGo) Renew(ctx context.Context, c *pgx.Conn, id, gen int64, lease time.Duration) (int64, error) {
+	var n int64
+	err := c.QueryRow(ctx, g.q.Renew, id, gen, lease).Scan(&n)
+	return n, err
+}
+
+func (g lifeInGo) Effect(ctx context.Context, c *pgx.Conn, id int64) error {
+	_, err := c.Exec(ctx, g.q.Effect, id)
+	return err
+}
+
+func (g lifeInGo) Effects(ctx context.Context, c *pgx.Conn) ([]model.EffectCount, error) {
+	rows, _ := c.Query(ctx, g.q.Effects)
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[model.EffectCount])
+}
+
+func (g lifeInGo) Rebuild(ctx context.Context, c *pgx.Conn) error {
+	_, err := c.Exec(ctx, g.q.Reset)
+	return err
+}
+
+func (g lifeInGo) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) {
+	rows, _ := c.Query(ctx, g.q.Snapshot)
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.Row, error) {
+		var r model.Row
+		var state string
+		var kept *string
+		err := row.Scan(&r.ID, &state, &r.Generation, &r.LeaseLive, &r.Attempts, &kept)
+		r.State = model.State(state)
+		if kept != nil {
+			r.Kept = *kept
+		}
+		if g.noGen {
+			r.Generation = 0
+		}
+		return r, err
+	})
+}
+
 // goTwin is folder q written in Go, and a count of the resets its state was told of.
 func goTwin(q *sut.Queue, noGen bool) (*sut.Queue, *int) {
 	resets := new(int)
 	d := sut.Declared{Order: q.Order, Shape: q.Shape(), FixedLease: q.FixedLease}
 	d.Shape.NoGeneration = noGen
 	return sut.GoQueueOf(sut.GoDef{Name: q.Name + "-in-go", Declared: d,
-		New: func() sut.GoQueue { return &sqlInGo{q: q, noGen: noGen, resets: resets} }}), resets
+		New: func() sut.GoQueue {
+			g := &sqlInGo{q: q, noGen: noGen, resets: resets}
+			if q.CanFail() {
+				return lifeInGo{g}
+			}
+			return g
+		}}), resets
 }
 
 // seedTranscript is what the seed answers to transcript: a locked job skipped, a claim of each
@@ -127,14 +192,7 @@ func transcript(t *testing.T, in *sut.Installed) []string {
 	var out []string
 	note := func(clk sut.Clock, err error, format string, args ...any) {
 		t.Helper()
-		if !clk.Known() || clk.To.Before(clk.From) {
-			t.Errorf("%s: window %v is not known", fmt.Sprintf(format, args...), clk)
-		}
-		res := "ok"
-		if err != nil {
-			res = strings.ReplaceAll(err.Error(), in.Queue.Source, "QUEUE")
-		}
-		out = append(out, fmt.Sprintf(format, args...)+" "+res)
+		out = append(out, answer(t, in, clk, err, format, args...))
 	}
 	enqueue := func() {
 		id, clk, err := a.Enqueue(ctx, `{}`)
@@ -177,7 +235,53 @@ func transcript(t *testing.T, in *sut.Installed) []string {
 	}
 	enqueue()
 	claim(b)
+	if in.Queue.CanFail() {
+		out = append(out, lifeTranscript(t, in, a)...)
+	}
 	return out
+}
+
+// lifeTranscript goes on with the lifecycle's statements, after the reset: a job due in an
+// hour, a renewal, a failure accepted once and kept, and an effect counted.
+func lifeTranscript(t *testing.T, in *sut.Installed, a *sut.Session) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	record := func(clk sut.Clock, err error, format string, args ...any) {
+		t.Helper()
+		out = append(out, answer(t, in, clk, err, format, args...))
+	}
+	id, clk, err := a.EnqueueAt(ctx, `{}`, time.Hour)
+	record(clk, err, "enqueue in 1h -> %d", id)
+	cid, gen, ok, clk, err := a.Claim(ctx, time.Hour)
+	record(clk, err, "claim -> %d %d %v", cid, gen, ok)
+	n, clk, err := a.Renew(ctx, 1, 1, time.Hour)
+	record(clk, err, "renew 1 1 -> %d", n)
+	for range 2 {
+		n, clk, err = a.Fail(ctx, 1, 1, true, "boom")
+		record(clk, err, "fail 1 1 -> %d", n)
+	}
+	clk, err = a.Effect(ctx, 1)
+	record(clk, err, "effect 1 ->")
+	e, clk, err := a.Effects(ctx)
+	record(clk, err, "effects -> %v", e)
+	rows, clk, err := a.Snapshot(ctx)
+	record(clk, err, "snapshot -> %v", rows)
+	return out
+}
+
+// answer is one line of a transcript: what was asked, what came back, and the error or "ok". The
+// statement's window must be known.
+func answer(t *testing.T, in *sut.Installed, clk sut.Clock, err error, format string, args ...any) string {
+	t.Helper()
+	if !clk.Known() || clk.To.Before(clk.From) {
+		t.Errorf("%s: window %v is not known", fmt.Sprintf(format, args...), clk)
+	}
+	res := "ok"
+	if err != nil {
+		res = strings.ReplaceAll(err.Error(), in.Queue.Source, "QUEUE")
+	}
+	return fmt.Sprintf(format, args...) + " " + res
 }
 
 func okOr(err error) string {

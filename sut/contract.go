@@ -11,8 +11,17 @@
 //	expire.sql    $1 id                                       nothing
 //	snapshot.sql  none                                        every job: id, state, generation, lease_live
 //	lock.sql      $1 id (optional)                            locks that job's row FOR UPDATE
-//	rescue.sql    none (optional)                             the ids of the running jobs it made ready
+//	rescue.sql    none (optional)                             the ids of the running jobs it took
+//	fail.sql      $1 id, $2 generation, retryable, error      one row: rows changed (0 or 1)
+//	renew.sql     $1 id, $2 generation, lease (optional)      one row: rows changed (0 or 1)
+//	effect.sql    $1 id (optional, with effects.sql)          writes the job's business effect
+//	effects.sql   none                                        every job with effects: id, count
+//	reset.sql     none (optional)                             rebuilds what the reset emptied
 //	queue.json    optional: what the queue declares about itself (see Declared)
+//
+// enqueue.sql may take a run-at delay (interval) as $2, and claim.sql its lease in whole
+// seconds (an integer). With fail.sql the snapshot adds attempts and the kept error text, and
+// its state may be dead (see lifecycle.go).
 //
 // The forms a queue may declare (queue.json, or the presence of a file) change the contract's
 // shape only at the edges: the client translates them (opaque ids to numbers in enqueue order,
@@ -55,6 +64,8 @@ type Queue struct {
 	Schema, Enqueue, Claim, Complete, Expire, Snapshot string
 	Lock                                               string // "" when the folder has no lock.sql
 	Rescue                                             string // "" when the folder has no rescue.sql
+	// The lifecycle's statements, "" where the folder lacks them (lifecycle.go).
+	Fail, Renew, Effect, Effects, Reset string
 
 	Declared
 
@@ -72,6 +83,11 @@ const (
 	FileSnapshot = "snapshot.sql"
 	FileLock     = "lock.sql"
 	FileRescue   = "rescue.sql"
+	FileFail     = "fail.sql"
+	FileRenew    = "renew.sql"
+	FileEffect   = "effect.sql"
+	FileEffects  = "effects.sql"
+	FileReset    = "reset.sql"
 	FileConfig   = "queue.json"
 )
 
@@ -205,6 +221,11 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 		{FileSnapshot, &q.Snapshot, false},
 		{FileLock, &q.Lock, true},
 		{FileRescue, &q.Rescue, true},
+		{FileFail, &q.Fail, true},
+		{FileRenew, &q.Renew, true},
+		{FileEffect, &q.Effect, true},
+		{FileEffects, &q.Effects, true},
+		{FileReset, &q.Reset, true},
 	} {
 		b, err := fs.ReadFile(fsys, f.file)
 		if errors.Is(err, fs.ErrNotExist) && f.optional {
@@ -230,12 +251,13 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 		*f.dst = text
 	}
 	b, err := fs.ReadFile(fsys, FileConfig)
+	var lifeKey string
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return nil, &ContractError{source, FileConfig, "cannot be read: " + err.Error()}
 	default:
-		if err := q.Declared.declare(b); err != nil {
+		if lifeKey, err = q.Declared.declare(b); err != nil {
 			return nil, &ContractError{source, FileConfig, err.Error()}
 		}
 	}
@@ -243,15 +265,18 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 	if q.Shape().RescueOnly && !q.CanRescue() {
 		return nil, &ContractError{source, FileRescue, "missing; queue.json declares \"reclaim\": \"rescue\", so the queue needs the step that makes expired jobs ready (" + contractLine(FileRescue) + ")"}
 	}
+	if err := q.lifecycleFiles(lifeKey); err != nil {
+		return nil, err
+	}
 	return q, nil
 }
 
 // configKeys is queue.json's whole vocabulary, for the message that names an unknown key.
-const configKeys = `"claim_order", "lease", "generation", "done", "ids", "reclaim", "promises"`
+const configKeys = `"claim_order", "lease", "generation", "done", "ids", "reclaim", "promises", ` + lifeKeys
 
 // declare reads queue.json. Every key is optional; each wrong value is one line that names the
-// values the key takes.
-func (d *Declared) declare(b []byte) error {
+// values the key takes. It returns a lifecycle key it declared (see declareLife).
+func (d *Declared) declare(b []byte) (string, error) {
 	var cfg struct {
 		ClaimOrder string          `json:"claim_order"`
 		Lease      string          `json:"lease"`
@@ -260,23 +285,24 @@ func (d *Declared) declare(b []byte) error {
 		IDs        string          `json:"ids"`
 		Reclaim    string          `json:"reclaim"`
 		Promises   map[string]bool `json:"promises"`
+		lifeConfig
 	}
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return fmt.Errorf("not valid (%v); it is one JSON object with any of the keys %s", err, configKeys)
+		return "", fmt.Errorf("not valid (%v); it is one JSON object with any of the keys %s", err, configKeys)
 	}
 	switch model.Order(cfg.ClaimOrder) {
 	case model.LowestID, model.Any:
 		d.Order = model.Order(cfg.ClaimOrder)
 	case "":
 	default:
-		return fmt.Errorf("claim_order %q is unknown; use \"lowest-id\" or \"any\"", cfg.ClaimOrder)
+		return "", fmt.Errorf("claim_order %q is unknown; use \"lowest-id\" or \"any\"", cfg.ClaimOrder)
 	}
 	if cfg.Lease != "" {
 		lease, err := time.ParseDuration(cfg.Lease)
 		if err != nil || lease <= 0 {
-			return fmt.Errorf("lease %q is not a positive duration; give the lease the queue fixes itself, as \"30s\" or \"1h\"", cfg.Lease)
+			return "", fmt.Errorf("lease %q is not a positive duration; give the lease the queue fixes itself, as \"30s\" or \"1h\"", cfg.Lease)
 		}
 		d.FixedLease = lease
 	}
@@ -286,34 +312,34 @@ func (d *Declared) declare(b []byte) error {
 	case "deleted":
 		d.Shape.DoneDeleted = true
 	default:
-		return fmt.Errorf("done %q is unknown; use \"kept\" (finished rows stay, in state done) or \"deleted\" (they are deleted or moved away)", cfg.Done)
+		return "", fmt.Errorf("done %q is unknown; use \"kept\" (finished rows stay, in state done) or \"deleted\" (they are deleted or moved away)", cfg.Done)
 	}
 	switch cfg.IDs {
 	case "", "integer":
 	case "opaque":
 		d.OpaqueIDs = true
 	default:
-		return fmt.Errorf("ids %q is unknown; use \"integer\" (ids ascend with enqueue order) or \"opaque\" (uuid or text)", cfg.IDs)
+		return "", fmt.Errorf("ids %q is unknown; use \"integer\" (ids ascend with enqueue order) or \"opaque\" (uuid or text)", cfg.IDs)
 	}
 	switch cfg.Reclaim {
 	case "", "claim":
 	case "rescue":
 		d.Shape.RescueOnly = true
 	default:
-		return fmt.Errorf("reclaim %q is unknown; use \"claim\" (claim takes jobs whose lease ended) or \"rescue\" (rescue.sql makes them ready first)", cfg.Reclaim)
+		return "", fmt.Errorf("reclaim %q is unknown; use \"claim\" (claim takes jobs whose lease ended) or \"rescue\" (rescue.sql makes them ready first)", cfg.Reclaim)
 	}
 	for name, promised := range cfg.Promises {
 		p, ok := model.PropertyNamed(name)
 		switch {
 		case !ok:
-			return fmt.Errorf("promises names %q, which is no property; a queue may leave out \"fencing\"", name)
+			return "", fmt.Errorf("promises names %q, which is no property; a queue may leave out \"fencing\"", name)
 		case p != model.PFencing && !promised:
-			return fmt.Errorf("promises leaves out %s; only fencing may be left out (every other promise is what a queue is)", p)
+			return "", fmt.Errorf("promises leaves out %s; only fencing may be left out (every other promise is what a queue is)", p)
 		case p == model.PFencing:
 			d.Shape.Unfenced = !promised
 		}
 	}
-	return nil
+	return d.declareLife(cfg.lifeConfig)
 }
 
 // stripComments drops -- comments and quoted text, so a semicolon inside them is not taken
@@ -358,7 +384,17 @@ func contractLine(file string) string {
 	case FileLock:
 		return "$1 id -> locks that job's row FOR UPDATE"
 	case FileRescue:
-		return "no parameters -> one row per job it made ready: id"
+		return "no parameters -> one row per job it took: id"
+	case FileFail:
+		return "$1 id, $2 generation (or the claim's tokens), then retryable (boolean), error text -> one row, one column: rows changed (0 or 1)"
+	case FileRenew:
+		return "$1 id, $2 generation (or the claim's tokens), then the lease (interval) -> one row, one column: rows changed (0 or 1)"
+	case FileEffect:
+		return "$1 id -> writes that job's business effect, in the completion's transaction"
+	case FileEffects:
+		return "no parameters -> one row per job with effects: id, count"
+	case FileReset:
+		return "no parameters -> rebuilds the state the reset's TRUNCATE emptied"
 	}
 	return ""
 }

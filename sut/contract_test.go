@@ -15,13 +15,19 @@ import (
 // (an empty string removes the file).
 func copySeed(t *testing.T, edits map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
 	q := sut.MustBuiltin("seed")
-	files := map[string]string{
+	return writeFolder(t, map[string]string{
 		sut.FileSchema: q.Schema, sut.FileEnqueue: q.Enqueue, sut.FileClaim: q.Claim,
 		sut.FileComplete: q.Complete, sut.FileExpire: q.Expire, sut.FileSnapshot: q.Snapshot,
 		sut.FileLock: q.Lock,
-	}
+	}, edits)
+}
+
+// writeFolder writes a queue folder of files with edits applied (an empty string removes the
+// file) into a temp folder.
+func writeFolder(t *testing.T, files, edits map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
 	for f, text := range edits {
 		files[f] = text
 	}

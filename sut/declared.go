@@ -33,7 +33,8 @@ type Declared struct {
 	OpaqueIDs bool
 
 	// What the queue can do beyond the contract's core, found by the backend's constructor in
-	// what the queue ships: lock.sql or a GoLocker, rescue.sql.
+	// what the queue ships: lock.sql or a GoLocker, rescue.sql. (The lifecycle's capabilities
+	// are in Shape.Life, which judges by them.)
 	locks, rescues bool
 }
 

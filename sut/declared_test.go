@@ -24,15 +24,21 @@ type form struct {
 // entry whose queue is gone, fails too.
 func TestDeclarations(t *testing.T) {
 	want := map[string]form{
-		"built-in seed":                    {order: model.LowestID, canLock: true},
-		"built-in split":                   {order: model.Any, canLock: true},
-		"built-in subquery":                {order: model.LowestID, canLock: true},
-		"at-least-once":                    {order: model.LowestID, shape: model.Shape{Unfenced: true}, canLock: true},
-		"claimed-executions":               {order: model.LowestID, shape: model.Shape{NoGeneration: true}, canLock: true},
-		"deleted-uuid":                     {order: model.LowestID, shape: model.Shape{DoneDeleted: true}, opaque: true, canLock: true},
-		"deleted-text-tokens":              {order: model.LowestID, shape: model.Shape{DoneDeleted: true, NoGeneration: true}, opaque: true, canLock: true},
-		"rescued":                          {order: model.LowestID, shape: model.Shape{RescueOnly: true}, lease: time.Second, canLock: true, canRescue: true},
+		"built-in seed":     {order: model.LowestID, canLock: true},
+		"built-in split":    {order: model.Any, canLock: true},
+		"built-in subquery": {order: model.LowestID, canLock: true},
+		"built-in lifecycle": {order: model.LowestID, canLock: true, shape: model.Shape{Life: model.Lifecycle{
+			On: true, MaxAttempts: 3, Backoff: 100 * time.Millisecond, Factor: 2, Renews: true, Effects: true}}},
+		"at-least-once":       {order: model.LowestID, shape: model.Shape{Unfenced: true}, canLock: true},
+		"claimed-executions":  {order: model.LowestID, shape: model.Shape{NoGeneration: true}, canLock: true},
+		"deleted-uuid":        {order: model.LowestID, shape: model.Shape{DoneDeleted: true}, opaque: true, canLock: true},
+		"deleted-text-tokens": {order: model.LowestID, shape: model.Shape{DoneDeleted: true, NoGeneration: true}, opaque: true, canLock: true},
+		"rescued":             {order: model.LowestID, shape: model.Shape{RescueOnly: true}, lease: time.Second, canLock: true, canRescue: true},
+		"rescued-retries": {order: model.LowestID, lease: time.Second, canLock: true, canRescue: true, shape: model.Shape{RescueOnly: true,
+			Life: model.Lifecycle{On: true, MaxAttempts: 2, Backoff: 20 * time.Millisecond, Factor: 2, AttemptsAtClaim: true, LapsesCount: true, RescueBackoff: true}}},
+		"heartbeat":                        {order: model.LowestID, shape: model.Shape{Life: model.Lifecycle{Renews: true, WorkerLease: true}}, canLock: true},
 		"registered txbound":               {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
+		"registered effects":               {order: model.LowestID, shape: model.Shape{Life: model.Lifecycle{Effects: true}}, canLock: true},
 		"registered txbound-commits-early": {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
 	}
 	variants, err := sut.Variants(suttest.ModuleDir(t, "."))

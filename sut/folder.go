@@ -3,6 +3,7 @@ package sut
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ type folder struct {
 	q           *Queue
 	claimWorker bool // claim.sql takes the worker's name
 	tokenCols   int  // columns claim.sql returns beyond id (and generation): the claim's token
+	delays      bool // enqueue.sql takes a run-at delay
 }
 
 func openFolder(q *Queue) backend { return &folder{q: q} }
@@ -48,8 +50,12 @@ func (f *folder) ready(ctx context.Context, in *Installed) error {
 
 func (f *folder) reset() {} // the folder keeps nothing beside the database
 
-func (f *folder) enqueue(ctx context.Context, s *Session, payload string) (int64, Clock, error) {
-	r, clk, err := s.timed(ctx, FileEnqueue, f.q.Enqueue, payload)
+func (f *folder) enqueue(ctx context.Context, s *Session, payload string, delay time.Duration) (int64, Clock, error) {
+	args := []any{payload}
+	if f.delays {
+		args = append(args, delay)
+	}
+	r, clk, err := s.timed(ctx, FileEnqueue, f.q.Enqueue, args...)
 	var id int64
 	if err == nil {
 		if len(r.rows) != 1 {
@@ -87,7 +93,7 @@ func (f *folder) idArg(s *Session, job int64) (any, error) {
 func (f *folder) claimArgs(s *Session, lease time.Duration) []any {
 	var args []any
 	if f.q.FixedLease == 0 {
-		args = append(args, lease)
+		args = append(args, leaseArg(f.q.Shape().Life, lease))
 	}
 	if f.claimWorker {
 		args = append(args, s.Worker)
@@ -134,21 +140,36 @@ func (f *folder) claim(ctx context.Context, s *Session, lease time.Duration) (id
 }
 
 func (f *folder) complete(ctx context.Context, s *Session, id, gen int64) (int64, Clock, error) {
+	return f.rowsChanged(ctx, s, FileComplete, f.q.Complete, id, gen)
+}
+
+// tokenArgs are what a statement presenting a claim is handed: the job's id, its generation
+// (where the queue keeps one), then the claim's token columns.
+func (f *folder) tokenArgs(s *Session, id, gen int64) ([]any, error) {
 	arg, err := f.idArg(s, id)
 	if err != nil {
-		return 0, Clock{}, stmtErr(FileComplete, err)
+		return nil, err
 	}
 	args := []any{arg}
 	if !f.q.Shape().NoGeneration {
 		args = append(args, gen)
 	}
-	args = append(args, s.in.ids.token(id, gen, f.tokenCols)...)
-	r, clk, err := s.timed(ctx, FileComplete, f.q.Complete, args...)
+	return append(args, s.in.ids.token(id, gen, f.tokenCols)...), nil
+}
+
+// rowsChanged runs a statement that presents a claim's token, then more, and answers the rows
+// it changed.
+func (f *folder) rowsChanged(ctx context.Context, s *Session, file, sql string, id, gen int64, more ...any) (int64, Clock, error) {
+	args, err := f.tokenArgs(s, id, gen)
+	if err != nil {
+		return 0, Clock{}, stmtErr(file, err)
+	}
+	r, clk, err := s.timed(ctx, file, sql, append(args, more...)...)
 	var n int64
 	if err == nil {
 		err = s.one(r, &n)
 	}
-	return n, clk, stmtErr(FileComplete, err)
+	return n, clk, stmtErr(file, err)
 }
 
 func (f *folder) expire(ctx context.Context, s *Session, id int64) (Clock, error) {
@@ -193,12 +214,19 @@ func (f *folder) snapshot(ctx context.Context, s *Session) ([]model.Row, Clock, 
 			col = []any{&state, &out[i].LeaseLive}
 			out[i].Generation = s.in.ids.generation(out[i].ID)
 		}
+		var kept *string
+		if f.q.CanFail() {
+			col = append(col, &out[i].Attempts, &kept)
+		}
 		for c, d := range col {
 			if err := s.scanCol(r, i, 1+c, d); err != nil {
 				return nil, clk, stmtErr(FileSnapshot, err)
 			}
 		}
 		out[i].State = model.State(state)
+		if kept != nil {
+			out[i].Kept = *kept
+		}
 	}
 	if f.q.OpaqueIDs {
 		sortRows(out)
@@ -254,17 +282,20 @@ func (f *folder) shapes() []shape {
 		claimParams = []string{"lease length (interval)", "worker name?"}
 	}
 	claimCols, claimNames := []colKind{idCol, intCol, tokenCol}, "id, generation[, token...]"
-	completeParams := []string{"id", "generation", "token..."}
+	token := []string{"id", "generation", "token..."}
 	snapCols, snapNames := []colKind{idCol, anyCol, intCol, boolCol}, "id, state, generation, lease_live"
 	if q.Shape().NoGeneration {
 		claimCols, claimNames = []colKind{idCol, tokenCol}, "id[, token...]"
-		completeParams = []string{"id", "token..."}
+		token = []string{"id", "token..."}
 		snapCols, snapNames = []colKind{idCol, anyCol, boolCol}, "id, state, lease_live"
 	}
+	if q.CanFail() {
+		snapCols, snapNames = append(snapCols, intCol, anyCol), snapNames+", attempts, error"
+	}
 	s := []shape{
-		{FileEnqueue, q.Enqueue, []string{"payload (jsonb)"}, []colKind{idCol}, "id"},
+		{FileEnqueue, q.Enqueue, []string{"payload (jsonb)", "run-at delay?"}, []colKind{idCol}, "id"},
 		{FileClaim, q.Claim, claimParams, claimCols, claimNames},
-		{FileComplete, q.Complete, completeParams, []colKind{intCol}, "rows completed"},
+		{FileComplete, q.Complete, token, []colKind{intCol}, "rows completed"},
 		{FileExpire, q.Expire, []string{"id"}, nil, ""},
 		{FileSnapshot, q.Snapshot, nil, snapCols, snapNames},
 	}
@@ -274,8 +305,37 @@ func (f *folder) shapes() []shape {
 	if q.CanRescue() {
 		s = append(s, shape{FileRescue, q.Rescue, nil, []colKind{idCol}, "id"})
 	}
+	return append(s, f.lifeShapes(token)...)
+}
+
+// lifeShapes are the lifecycle's statements, where the queue ships them.
+func (f *folder) lifeShapes(token []string) []shape {
+	q := f.q
+	var s []shape
+	if q.CanFail() {
+		s = append(s, shape{FileFail, q.Fail, append(append([]string(nil), token...), "retryable (boolean)", "error text"), []colKind{intCol}, "rows changed"})
+	}
+	switch {
+	case q.CanRenew() && q.Shape().Life.WorkerLease:
+		s = append(s, shape{FileRenew, q.Renew, []string{"worker name (text)", "lease length"}, []colKind{idCol}, "id"})
+	case q.CanRenew():
+		s = append(s, shape{FileRenew, q.Renew, append(append([]string(nil), token...), "lease length"), []colKind{intCol}, "rows changed"})
+	}
+	if q.CanEffect() {
+		s = append(s, shape{FileEffect, q.Effect, []string{"id"}, nil, ""},
+			shape{FileEffects, q.Effects, nil, []colKind{idCol, intCol}, "id, count"})
+	}
+	if q.Reset != "" {
+		s = append(s, shape{FileReset, q.Reset, nil, nil, ""})
+	}
 	return s
 }
+
+// Parameter types the contract speaks of.
+const (
+	boolOID     = 16
+	intervalOID = 1186
+)
 
 func (f *folder) checkParams(s shape, oids []uint32) error {
 	want := 0
@@ -284,35 +344,85 @@ func (f *folder) checkParams(s shape, oids []uint32) error {
 			want++
 		}
 	}
+	if slices.Contains(s.params, "token...") {
+		want += f.tokenCols
+	}
 	got := fmt.Sprint(len(oids))
 	switch {
 	case s.file == FileClaim && len(oids) == want+1 && textOIDs[oids[want]]:
 		f.claimWorker = true
-		return nil
+		return f.checkLease(s, oids)
 	case s.file == FileClaim && len(oids) == want+1:
 		got += fmt.Sprintf(" ($%d of type oid %d)", want+1, oids[want])
-	case s.file == FileComplete:
-		want += f.tokenCols
+	case s.file == FileEnqueue && len(oids) == 2 && oids[1] == intervalOID:
+		f.delays, f.q.Declared.Shape.Life.Schedules = true, true
+		return nil
+	case s.file == FileEnqueue && len(oids) == 2:
+		return &ContractError{f.q.Source, s.file, fmt.Sprintf("$2 has type oid %d; the contract passes $1 the payload (jsonb), then optionally the run-at delay (interval)", oids[1])}
 	}
 	if len(oids) == want {
-		return nil
+		return f.checkLease(s, oids)
 	}
 	var passes string
-	switch s.file {
-	case FileClaim:
+	switch {
+	case s.file == FileClaim:
 		passes = "$1 lease length (interval), then optionally the worker's name (text)"
 		if f.q.FixedLease != 0 {
 			passes = "no lease (queue.json fixes it), optionally $1 the worker's name (text)"
 		}
-	case FileComplete:
-		passes = fmt.Sprintf("%d: %s", want, strings.Join(s.params[:len(s.params)-1], ", "))
+	case slices.Contains(s.params, "token..."):
+		var named []string
+		for _, p := range s.params {
+			if p != "token..." {
+				named = append(named, p)
+			}
+		}
+		passes = fmt.Sprintf("%d: %s", want, strings.Join(named, ", "))
 		if f.tokenCols > 0 {
-			passes += fmt.Sprintf(", then the %d token column(s) claim.sql returns", f.tokenCols)
+			passes = fmt.Sprintf("%d: id, generation, then the %d token column(s) claim.sql returns", want, f.tokenCols)
+			if rest := named[2:]; len(rest) > 0 {
+				passes += ", then " + strings.Join(rest, ", ")
+			}
 		}
 	default:
 		passes = fmt.Sprintf("%d (%s)", want, contractLine(s.file))
 	}
 	return &ContractError{f.q.Source, s.file, fmt.Sprintf("takes %s parameters; the contract passes %s", got, passes)}
+}
+
+// checkLease checks the types of the parameters whose type the contract decides: a claim's or
+// a renewal's lease (an interval, or whole seconds as an integer, the same in both), a
+// failure's retryable flag and error text. A claim whose lease is an integer takes whole
+// seconds.
+func (f *folder) checkLease(s shape, oids []uint32) error {
+	lc := &f.q.Declared.Shape.Life
+	// Positions past the claim's token are named from the end of the parameters.
+	bad := func(i int, want string) error {
+		name := s.params[0]
+		if i > 0 {
+			name = s.params[len(s.params)-(len(oids)-i)]
+		}
+		return &ContractError{f.q.Source, s.file, fmt.Sprintf("$%d (%s) has type oid %d; the contract passes %s", i+1, name, oids[i], want)}
+	}
+	switch {
+	case s.file == FileClaim && f.q.FixedLease == 0 && intOIDs[oids[0]]:
+		lc.WholeSeconds = true
+	case s.file == FileClaim && f.q.FixedLease == 0 && oids[0] != intervalOID:
+		return bad(0, "the lease as an interval, or as whole seconds (an integer)")
+	case s.file == FileFail && oids[len(oids)-2] != boolOID:
+		return bad(len(oids)-2, "whether the failure may be retried, a boolean")
+	case s.file == FileFail && !textOIDs[oids[len(oids)-1]]:
+		return bad(len(oids)-1, "the error text")
+	case s.file == FileRenew && lc.WholeSeconds && !intOIDs[oids[len(oids)-1]]:
+		return bad(len(oids)-1, "the lease in whole seconds (an integer), as claim.sql takes it")
+	case s.file == FileRenew && !lc.WholeSeconds && oids[len(oids)-1] != intervalOID:
+		return bad(len(oids)-1, "the lease (an interval), as claim.sql takes it")
+	case s.file == FileRenew && lc.WorkerLease && !textOIDs[oids[0]]:
+		return bad(0, "the worker's name (text)")
+	case s.file == FileRenew && lc.WorkerLease && !f.claimWorker:
+		return &ContractError{f.q.Source, FileClaim, "takes no worker name; queue.json declares \"lease_owner\": \"worker\", so each claim must say whose lease it is ($2, text)"}
+	}
+	return nil
 }
 
 func (f *folder) checkCols(s shape, fields []pgconn.FieldDescription) error {

@@ -47,6 +47,35 @@ type GoLocker interface {
 // when the suite empties the queue between runs.
 type GoResetter interface{ Reset() }
 
+// The lifecycle, for a Go queue (see lifecycle.go): each interface a GoQueue implements is the
+// file a folder would ship. A GoFailer reports a failure of the claim it presents (fail.sql),
+// a GoRenewer renews its lease (renew.sql, per claim: a worker's heartbeat is a folder's form
+// only), a GoScheduler enqueues a job due later (enqueue.sql's run-at delay), and a GoEffector
+// writes a job's business effect on the session's connection, where the suite has opened the
+// completion's transaction, and counts the effects in its business table (effect.sql,
+// effects.sql). The queue's Declared.Shape.Life says how its attempts and backoffs work; its
+// Snapshot then reports each job's attempts and kept error text.
+type (
+	GoFailer interface {
+		Fail(ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (rows int64, err error)
+	}
+	GoRenewer interface {
+		Renew(ctx context.Context, c *pgx.Conn, id, gen int64, lease time.Duration) (rows int64, err error)
+	}
+	GoScheduler interface {
+		EnqueueAt(ctx context.Context, c *pgx.Conn, payload string, delay time.Duration) (id int64, err error)
+	}
+	GoEffector interface {
+		Effect(ctx context.Context, c *pgx.Conn, id int64) error
+		Effects(ctx context.Context, c *pgx.Conn) ([]model.EffectCount, error)
+	}
+	// GoRebuilder is a GoQueue with state in its database that the reset empties (a settings
+	// row): Rebuild puts it back after every reset, on the harness's connection (reset.sql).
+	GoRebuilder interface {
+		Rebuild(ctx context.Context, c *pgx.Conn) error
+	}
+)
+
 // GoDef registers a Go queue under a name.
 type GoDef struct {
 	Name string
@@ -96,7 +125,13 @@ func (d GoDef) queue() *Queue {
 	if q.Order == "" {
 		q.Order = model.LowestID
 	}
-	_, q.locks = d.New().(GoLocker)
+	g := d.New()
+	_, q.locks = g.(GoLocker)
+	lc := &q.Declared.Shape.Life
+	_, lc.On = g.(GoFailer)
+	_, lc.Renews = g.(GoRenewer)
+	_, lc.Schedules = g.(GoScheduler)
+	_, lc.Effects = g.(GoEffector)
 	return q
 }
 
@@ -167,9 +202,16 @@ func (b *goBackend) reset() {
 	}
 }
 
-func (b *goBackend) enqueue(ctx context.Context, s *Session, payload string) (int64, Clock, error) {
+func (b *goBackend) enqueue(ctx context.Context, s *Session, payload string, delay time.Duration) (int64, Clock, error) {
 	var id int64
-	clk, err := b.call(ctx, s, func(c *pgx.Conn) (err error) { id, err = b.g.Enqueue(ctx, c, payload); return err })
+	clk, err := b.call(ctx, s, func(c *pgx.Conn) (err error) {
+		if g, ok := b.g.(GoScheduler); ok {
+			id, err = g.EnqueueAt(ctx, c, payload, delay)
+		} else {
+			id, err = b.g.Enqueue(ctx, c, payload)
+		}
+		return err
+	})
 	return id, clk, stmtErr(FileEnqueue, err)
 }
 
@@ -244,4 +286,54 @@ func (b *goBackend) call(ctx context.Context, s *Session, call func(c *pgx.Conn)
 		return Clock{From: clk.From}, nil // the answer came back; only the window's end is lost
 	}
 	return clk, nil
+}
+
+func (b *goBackend) fail(ctx context.Context, s *Session, id, gen int64, retryable bool, text string) (int64, Clock, error) {
+	g, ok := b.g.(GoFailer)
+	if !ok {
+		return 0, Clock{}, lacks(b.q, FileFail)
+	}
+	var n int64
+	clk, err := b.call(ctx, s, func(c *pgx.Conn) (err error) { n, err = g.Fail(ctx, c, id, gen, retryable, text); return err })
+	return n, clk, stmtErr(FileFail, err)
+}
+
+func (b *goBackend) renew(ctx context.Context, s *Session, id, gen int64, lease time.Duration) (int64, Clock, error) {
+	g, ok := b.g.(GoRenewer)
+	if !ok {
+		return 0, Clock{}, lacks(b.q, FileRenew)
+	}
+	var n int64
+	clk, err := b.call(ctx, s, func(c *pgx.Conn) (err error) { n, err = g.Renew(ctx, c, id, gen, lease); return err })
+	return n, clk, stmtErr(FileRenew, err)
+}
+
+func (b *goBackend) heartbeat(context.Context, *Session, time.Duration) ([]int64, Clock, error) {
+	return nil, Clock{}, lacks(b.q, FileRenew+" taking a worker's name")
+}
+
+func (b *goBackend) effect(ctx context.Context, s *Session, id int64) (Clock, error) {
+	g, ok := b.g.(GoEffector)
+	if !ok {
+		return Clock{}, lacks(b.q, FileEffect)
+	}
+	clk, err := b.call(ctx, s, func(c *pgx.Conn) error { return g.Effect(ctx, c, id) })
+	return clk, stmtErr(FileEffect, err)
+}
+
+func (b *goBackend) effects(ctx context.Context, s *Session) ([]model.EffectCount, Clock, error) {
+	g, ok := b.g.(GoEffector)
+	if !ok {
+		return nil, Clock{}, lacks(b.q, FileEffects)
+	}
+	var out []model.EffectCount
+	clk, err := b.call(ctx, s, func(c *pgx.Conn) (err error) { out, err = g.Effects(ctx, c); return err })
+	return out, clk, stmtErr(FileEffects, err)
+}
+
+func (b *goBackend) afterReset(ctx context.Context, in *Installed) error {
+	if g, ok := b.g.(GoRebuilder); ok {
+		return stmtErr(FileReset, g.Rebuild(ctx, in.admin))
+	}
+	return nil
 }

@@ -142,7 +142,7 @@ func (in *Installed) Reset(ctx context.Context) error {
 	}
 	in.ids.reset()
 	in.be.reset()
-	return nil
+	return in.be.afterReset(ctx, in)
 }
 
 // Admin is the connection the harness uses for its own queries (pg_stat_activity, cancels).

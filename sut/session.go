@@ -112,7 +112,41 @@ func (e *ErrMultipleRows) Violation() *model.Violation {
 
 // Enqueue adds a job with the given JSON payload and returns its id.
 func (s *Session) Enqueue(ctx context.Context, payload string) (int64, Clock, error) {
-	return s.in.be.enqueue(ctx, s, payload)
+	return s.in.be.enqueue(ctx, s, payload, 0)
+}
+
+// EnqueueAt adds a job due delay after the enqueue runs (the queue's run-at time; a queue
+// without one makes it due at once).
+func (s *Session) EnqueueAt(ctx context.Context, payload string, delay time.Duration) (int64, Clock, error) {
+	return s.in.be.enqueue(ctx, s, payload, delay)
+}
+
+// Fail reports a failure of the claim (id, generation, and its token) as the job's owner:
+// retryable or not, with an error text the queue keeps. It returns the rows changed.
+func (s *Session) Fail(ctx context.Context, id, gen int64, retryable bool, text string) (int64, Clock, error) {
+	return s.in.be.fail(ctx, s, id, gen, retryable, text)
+}
+
+// Renew extends the claim's lease to lease from now, as its owner's heartbeat; it returns the
+// rows changed.
+func (s *Session) Renew(ctx context.Context, id, gen int64, lease time.Duration) (int64, Clock, error) {
+	return s.in.be.renew(ctx, s, id, gen, lease)
+}
+
+// Heartbeat renews every live lease of the session's worker, where leases are the worker's,
+// and returns the jobs it extended.
+func (s *Session) Heartbeat(ctx context.Context, lease time.Duration) ([]int64, Clock, error) {
+	return s.in.be.heartbeat(ctx, s, lease)
+}
+
+// Effect writes a job's business effect in the session's open transaction (effect.sql).
+func (s *Session) Effect(ctx context.Context, id int64) (Clock, error) {
+	return s.in.be.effect(ctx, s, id)
+}
+
+// Effects reads the business table's effect count of every job that has one.
+func (s *Session) Effects(ctx context.Context) ([]model.EffectCount, Clock, error) {
+	return s.in.be.effects(ctx, s)
 }
 
 // Claim asks for a job with the given lease length (ignored where the queue fixes its own). ok is

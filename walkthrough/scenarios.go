@@ -138,7 +138,7 @@ func (l *lab) lockedFirst(ctx context.Context) (*sut.Session, *locker, error) {
 // enqueueBoth adds the seed's two jobs and remembers their ids.
 func (l *lab) enqueueBoth(ctx context.Context, s *sut.Session) error {
 	for i, p := range []string{Payload1, Payload2} {
-		r := l.exec(ctx, "lab", s.Conn(), l.in.Queue.Enqueue, p)
+		r := l.exec(ctx, "lab", s.Conn(), l.in.Queue.Enqueue, l.enqueueArgs(p)...)
 		if r.err != nil {
 			return fmt.Errorf("pgqcheck: enqueue.sql failed: %s", errText(r.err))
 		}

@@ -163,7 +163,8 @@ const (
 	AssertCurrentWins  = "completion with the current generation changes 1 row"
 )
 
-// Run runs the three scenarios on in's queue, resetting it before each. A failed assertion is
+// Run runs the scenarios on in's queue, resetting it before each: the seed's three, then the
+// lifecycle's where the queue ships what they need (lifecycle.go). A failed assertion is
 // recorded in the evidence (Passed false), not returned as an error; the error is for the
 // harness failing (a lost connection, a session that never reached pg_sleep).
 func Run(ctx context.Context, in *sut.Installed, srv Server, o Options) (*Evidence, error) {
@@ -181,14 +182,11 @@ func Run(ctx context.Context, in *sut.Installed, srv Server, o Options) (*Eviden
 		Started: time.Now().UTC(),
 		Passed:  true,
 	}
-	for _, sc := range []struct {
-		name, title string
-		run         func(context.Context, *lab) error
-	}{
+	for _, sc := range append([]scenario{
 		{ScenarioSeed, "the seed's walkthrough: skip a locked row, reclaim after expiry, fence the stale completion", seedScenario},
 		{ScenarioCancel, "pg_cancel_backend on the locker: the cancel aborts its transaction, which frees the row before the client rolls back", cancelScenario},
 		{ScenarioTerminate, "pg_terminate_backend on the locker: the lock goes with the backend", terminateScenario},
-	} {
+	}, lifecycleScenarios(in.Queue)...) {
 		s := &Scenario{Name: sc.name, Title: sc.title}
 		ev.Scenarios = append(ev.Scenarios, s)
 		l := &lab{in: in, sc: s, ev: ev, o: o, start: time.Now()}
@@ -210,6 +208,12 @@ func Run(ctx context.Context, in *sut.Installed, srv Server, o Options) (*Eviden
 	}
 	ev.ElapsedMS = ms(time.Since(ev.Started))
 	return ev, nil
+}
+
+// scenario is one experiment of the walkthrough, run on a freshly reset queue.
+type scenario struct {
+	name, title string
+	run         func(context.Context, *lab) error
 }
 
 // lab is one scenario in progress: its sessions and what they recorded.

@@ -31,6 +31,11 @@ func TestWalkthrough(t *testing.T) {
 				t.Fatalf("%v\n%s", err, log.String())
 			}
 			checkSeedResults(t, ev)
+			scenarios := 3
+			if name == "lifecycle" {
+				checkLifecycleResults(t, ev)
+				scenarios += 3
+			}
 			if !ev.Passed {
 				for _, a := range ev.Failed() {
 					t.Errorf("%s: expected %q, got %q", a.Name, a.Expected, a.Actual)
@@ -42,8 +47,8 @@ func TestWalkthrough(t *testing.T) {
 				t.Fatal(err)
 			}
 			var back walkthrough.Evidence
-			if err := json.Unmarshal(b, &back); err != nil || back.Backend == "" || back.Version == "" || len(back.Scenarios) != 3 {
-				t.Fatalf("evidence does not round-trip through JSON with backend, version and three scenarios: %v", err)
+			if err := json.Unmarshal(b, &back); err != nil || back.Backend == "" || back.Version == "" || len(back.Scenarios) != scenarios {
+				t.Fatalf("evidence does not round-trip through JSON with backend, version and %d scenarios: %v", scenarios, err)
 			}
 		})
 	}
@@ -69,13 +74,61 @@ func checkSeedResults(t *testing.T, ev *walkthrough.Evidence) {
 			walkthrough.AssertAfterRelease: "1|1",
 		},
 	}
+	checkAssertions(t, ev, want)
+	if n := ev.Scenario(walkthrough.ScenarioCancel).Notes; len(n) == 0 || !strings.Contains(n[0], "aborted") || !strings.Contains(n[0], "before the client rolled back") {
+		t.Errorf("the cancel scenario does not record when the aborted transaction released the lock: %q", n)
+	}
+}
+
+// checkLifecycleResults: on the lifecycle queue, its three scenarios ran and each assertion
+// held with the value the queue's declaration implies (three attempts, then dead).
+func checkLifecycleResults(t *testing.T, ev *walkthrough.Evidence) {
+	t.Helper()
+	want := map[string]map[string]string{
+		walkthrough.ScenarioRetries: {
+			walkthrough.AssertFirstAttempt: "1|1",
+			walkthrough.AssertBackoffWaits: "2|1",
+			walkthrough.AssertRetried:      "1|3",
+			walkthrough.AssertDeadKept:     "1|dead|3|f|3|" + walkthrough.Failure(3),
+			walkthrough.AssertDeadStays:    walkthrough.NoRows,
+		},
+		walkthrough.ScenarioRenewal: {
+			walkthrough.AssertRenewed:     "1",
+			walkthrough.AssertRenewSkips:  walkthrough.NoRows,
+			walkthrough.AssertRenewedWins: "1",
+		},
+		walkthrough.ScenarioEffect: {
+			walkthrough.AssertStaleRefused: "0",
+			walkthrough.AssertEffectGone:   walkthrough.NoRows,
+			walkthrough.AssertCurrentWins:  "1",
+			walkthrough.AssertOwnerEffect:  "1|1",
+		},
+	}
+	checkAssertions(t, ev, want)
+	for sc := range want {
+		s := ev.Scenario(sc)
+		if len(s.Notes) == 0 {
+			t.Errorf("%s: no note says what the scenario showed", sc)
+		}
+	}
+}
+
+// checkAssertions: each scenario named ran, recorded its statements, and each assertion named
+// held with the value given (the last, where a scenario repeats one).
+func checkAssertions(t *testing.T, ev *walkthrough.Evidence, want map[string]map[string]string) {
+	t.Helper()
 	for sc, asserts := range want {
 		s := ev.Scenario(sc)
 		if s == nil {
 			t.Fatalf("no scenario %s in the evidence", sc)
 		}
 		for name, v := range asserts {
-			a := s.Assertion(name)
+			var a *walkthrough.Assertion
+			for _, x := range s.Assertions {
+				if x.Name == name {
+					a = x
+				}
+			}
 			switch {
 			case a == nil:
 				t.Errorf("%s: no assertion %q", sc, name)
@@ -86,8 +139,5 @@ func checkSeedResults(t *testing.T, ev *walkthrough.Evidence) {
 		if len(s.Steps) == 0 {
 			t.Errorf("%s: no statements recorded", sc)
 		}
-	}
-	if n := ev.Scenario(walkthrough.ScenarioCancel).Notes; len(n) == 0 || !strings.Contains(n[0], "aborted") || !strings.Contains(n[0], "before the client rolled back") {
-		t.Errorf("the cancel scenario does not record when the aborted transaction released the lock: %q", n)
 	}
 }

@@ -9,7 +9,7 @@ import (
 // capabilities is what the queue ships beyond the contract's core: kinds that need a file it
 // lacks are not drawn.
 func capabilities(q *sut.Queue) generate.Can {
-	return generate.Can{Lock: q.CanLock(), Rescue: q.CanRescue()}
+	return generate.CanQueue(q)
 }
 
 // drawnProgram is a drawn scheduled program: a prefix run one operation at a time, then one

@@ -1,0 +1,216 @@
+package model
+
+import "fmt"
+
+// The concurrent specification of the lifecycle's operations (see Lifecycle): failures,
+// renewals, business effects and their observation. Like a completion, a failure and a per-job
+// renewal name their job and present its generation; a worker's heartbeat is recorded one
+// operation per job it extended, as a rescue is.
+
+type failSpec struct{ named }
+
+// opens: a failure that retries makes its job eligible again once its backoff ends.
+func (failSpec) opens(_ Input, out Output, _ func(Input) bool) bool {
+	return out.Outcome == Unknown || out.Rows == 1
+}
+
+func (failSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
+	would := s.completable(in.Gen, in.At)
+	if out.Outcome == Unknown {
+		if would != Over {
+			return sh.failed(s, in), nil
+		}
+		return s, nil
+	}
+	switch {
+	case out.Rows != 0 && out.Rows != 1:
+		return s, Violate(PWriteFencing, "fail(%d, gen %d) reported %d rows; a failure changes 0 or 1", in.Job, in.Gen, out.Rows)
+	case would == Live && out.Rows == 0:
+		return s, Violate(PWriteFencing, "fail(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live (it ends %s): the failure is lost", in.Job, in.Gen, in.At, s.Until)
+	case would != Over && out.Rows == 1:
+		return sh.failed(s, in), nil
+	case out.Rows == 0:
+		return s, nil
+	}
+	return s, staleWrite(s, in, "fail")
+}
+
+// failed is the job s after the failure in took effect: its attempt counted where attempts end
+// counted, then dead, or ready once its backoff ends, keeping the failure's text.
+func (sh Shape) failed(s JobState, in Input) JobState {
+	if !sh.Life.AttemptsAtClaim {
+		s.Attempts++
+	}
+	s.State, s.Due = sh.Life.failed(s.Attempts, in.Retryable, in.At)
+	s.Kept, s.Failed, s.Until, s.Owner = in.Text, true, Window{}, ""
+	return s
+}
+
+// staleWrite is the promise an accepted fail or renewal by a token that did not own the job's
+// live lease broke, the job being what it was.
+func staleWrite(s JobState, in Input, what string) *Violation {
+	return staleWriteOf(fmt.Sprintf("%s(%d, gen %d)", what, in.Job, in.Gen), what, s.Exists, s.State, s.Gen, in.Gen, in.At,
+		fmt.Sprintf("it ended %s", s.Until))
+}
+
+// staleWriteOf is staleWrite for a job that exists or not, in state st at generation cur, whose
+// lease ended as lease says, written by generation gen in window at.
+func staleWriteOf(call, what string, exists bool, st State, cur, gen int64, at Window, lease string) *Violation {
+	switch {
+	case !exists:
+		return Violate(PWriteFencing, "%s changed 1 row, but the job was never enqueued", call)
+	case st == Done:
+		return Violate(PDoneOnce, "%s changed 1 row, but the job was done (done is terminal)", call)
+	case st == Dead:
+		return Violate(PRetries, "%s changed 1 row, but the job is dead (dead is terminal)", call)
+	case st != Running:
+		return Violate(PWriteFencing, "%s changed 1 row, but the job is %s, not running", call, st)
+	case cur != gen:
+		return Violate(PWriteFencing, "%s changed 1 row, but the current generation is %d: a stale owner wrote to the job", call, cur)
+	case what == "renew":
+		return Violate(PRenewal, "%s at %s changed 1 row, but its lease was certainly over (%s): the renewal revived a lapsed lease", call, at, lease)
+	}
+	return Violate(PWriteFencing, "%s at %s changed 1 row, but its lease was certainly over (%s): an expired owner wrote to the job", call, at, lease)
+}
+
+func (failSpec) describe(in Input, out Output) (string, string) {
+	how := "retryable"
+	if !in.Retryable {
+		how = "final"
+	}
+	return fmt.Sprintf("fail(%d, gen %d, %s, %q)", in.Job, in.Gen, how, in.Text), rowsAnswer(out)
+}
+
+func rowsAnswer(out Output) string {
+	if out.Outcome != Returned {
+		return ""
+	}
+	if out.Rows == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", out.Rows)
+}
+
+// renewSpec is a renewal: a per-job one presents the job's generation (Input.Job, Gen); a
+// worker's heartbeat (Input.Worker) names the jobs it extended in its answer, one operation
+// each, and one whose answer was lost may have extended any live lease of the worker's.
+type renewSpec struct{ named }
+
+func (renewSpec) job(in Input, out Output) (int64, bool) {
+	if in.Worker != "" {
+		return out.Job, out.Found
+	}
+	return in.Job, true
+}
+
+func (renewSpec) spread(in Input, out Output) spread {
+	if in.Worker != "" && out.Outcome == Unknown && !out.Found {
+		return spreadEvery
+	}
+	return spreadNone
+}
+
+func (renewSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
+	if in.Worker != "" {
+		return sh.heartbeat(s, in, out)
+	}
+	would := s.completable(in.Gen, in.At)
+	if out.Outcome == Unknown {
+		if would != Over {
+			return renewed(s, in), nil
+		}
+		return s, nil
+	}
+	switch {
+	case out.Rows != 0 && out.Rows != 1:
+		return s, Violate(PRenewal, "renew(%d, gen %d) reported %d rows; a renewal changes 0 or 1", in.Job, in.Gen, out.Rows)
+	case would == Live && out.Rows == 0:
+		return s, Violate(PRenewal, "renew(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live (it ends %s)", in.Job, in.Gen, in.At, s.Until)
+	case would != Over && out.Rows == 1:
+		return renewed(s, in), nil
+	case out.Rows == 0:
+		return s, nil
+	}
+	return s, staleWrite(s, in, "renew")
+}
+
+// heartbeat is a worker's heartbeat extending job s (or, its answer lost, maybe extending it).
+func (sh Shape) heartbeat(s JobState, in Input, out Output) (JobState, *Violation) {
+	owned := s.State == Running && (!sh.Life.WorkerLease || s.Owner == in.Worker)
+	if out.Outcome == Unknown {
+		if owned && leaseAt(s.Until, in.At) != Over {
+			return renewed(s, in), nil
+		}
+		return s, nil
+	}
+	switch {
+	case !s.Exists:
+		return s, Violate(PRecovery, "%s's heartbeat extended job %d, which was never enqueued", in.Worker, out.Job)
+	case s.State == Done || s.State == Dead:
+		return s, Violate(map[State]Property{Done: PDoneOnce, Dead: PRetries}[s.State], "%s's heartbeat extended job %d, which is %s (%s is terminal)", in.Worker, out.Job, s.State, s.State)
+	case !owned:
+		return s, Violate(PWriteFencing, "%s's heartbeat extended job %d, which is %s: not a lease of %s's", in.Worker, out.Job, s, in.Worker)
+	case leaseAt(s.Until, in.At) == Over:
+		return s, Violate(PRenewal, "%s's heartbeat at %s extended job %d, whose lease was certainly over (it ended %s): the renewal revived a lapsed lease", in.Worker, in.At, out.Job, s.Until)
+	}
+	return renewed(s, in), nil
+}
+
+// renewed is the job s after a renewal in in.At set its lease to in.Lease from then.
+func renewed(s JobState, in Input) JobState {
+	s.Until = Window{Never, Never}
+	if in.Lease != 0 {
+		s.Until = in.At.Shift(in.Lease)
+	}
+	return s
+}
+
+func (renewSpec) describe(in Input, out Output) (string, string) {
+	if in.Worker != "" {
+		call := fmt.Sprintf("heartbeat(%s, %v)", in.Worker, in.Lease)
+		if out.Found {
+			return call, fmt.Sprintf("job %d extended", out.Job)
+		}
+		if in.Job != 0 {
+			call += fmt.Sprintf(" [as seen by job %d]", in.Job)
+		}
+		return call, ""
+	}
+	return fmt.Sprintf("renew(%d, gen %d, %v)", in.Job, in.Gen, in.Lease), rowsAnswer(out)
+}
+
+// effectSpec is a business effect that committed with its transaction, which also holds the
+// job's accepted completion: it follows that completion, once.
+type effectSpec struct{ named }
+
+func (effectSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Violation) {
+	if out.Outcome == Returned && (s.State != Done || s.Effects > 0) {
+		return s, Violate(PEffects, "an effect of job %d committed, but the job is %s: only the transaction of its one accepted completion may commit one", in.Job, s)
+	}
+	s.Effects++
+	return s, nil
+}
+
+func (effectSpec) describe(in Input, out Output) (string, string) {
+	if out.Outcome == Returned {
+		return fmt.Sprintf("effect(%d)", in.Job), "committed"
+	}
+	return fmt.Sprintf("effect(%d)", in.Job), ""
+}
+
+// effectsSpec is one job's count in the business table, as the effects statement read it.
+type effectsSpec struct{ named }
+
+func (effectsSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Violation) {
+	if out.Outcome == Returned && out.Rows != s.Effects {
+		return s, Violate(PEffects, "the business table holds %d effects of job %d, but the completions that committed leave %d (%s)", out.Rows, in.Job, s.Effects, s)
+	}
+	return s, nil
+}
+
+func (effectsSpec) describe(in Input, out Output) (string, string) {
+	if out.Outcome == Returned {
+		return fmt.Sprintf("effects[job %d]", in.Job), fmt.Sprint(out.Rows)
+	}
+	return fmt.Sprintf("effects[job %d]", in.Job), ""
+}

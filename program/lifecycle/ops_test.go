@@ -1,0 +1,52 @@
+package lifecycle_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"pgqcheck/program"
+	"pgqcheck/program/lifecycle"
+	"pgqcheck/sut"
+)
+
+// Every lifecycle operation reads back from the line it prints.
+func TestOpsRoundTrip(t *testing.T) {
+	for _, op := range []program.Op{
+		lifecycle.Fail{S: "w0"}, lifecycle.Fail{S: "w1", Back: 2}, lifecycle.Fail{S: "s1", Final: true}, lifecycle.Fail{S: "w2", Back: 1, Final: true},
+		lifecycle.Renew{S: "w0"}, lifecycle.Renew{S: "s2", Back: 1}, lifecycle.Heartbeat{S: "w1"},
+		lifecycle.Later{S: "s0", Delay: 250 * time.Millisecond}, lifecycle.Later{Delay: time.Second},
+		lifecycle.WithEffect{S: "w0"}, lifecycle.WithEffect{S: "w2", Back: 1},
+		lifecycle.Effect{S: "s1"}, lifecycle.Effect{S: "s1", Back: 2}, lifecycle.Settle{S: "s0"}, lifecycle.CountEffects{S: "s2"},
+		lifecycle.DueEdge{Margin: 40 * time.Millisecond}, lifecycle.DueEdge{Margin: 10 * time.Millisecond, After: true},
+	} {
+		got, err := program.ParseOp(op.String())
+		if err != nil || !reflect.DeepEqual(got, op) {
+			t.Errorf("%q read back as %#v (%v), want %#v", op, got, err, op)
+		}
+	}
+}
+
+// Each operation applies only where the queue ships what it needs: on the seed, none does.
+func TestOpsNeedTheirFiles(t *testing.T) {
+	worlds := map[string]*program.World{}
+	for _, name := range []string{"seed", "lifecycle"} {
+		w := program.NewWorld(sut.MustBuiltin(name), program.Reader, "w0")
+		w.Jobs = []int64{1}
+		w.Session("w0").Tokens = []program.Token{{ID: 1, Gen: 1, Lease: time.Hour}}
+		worlds[name] = w
+	}
+	for _, op := range []program.Op{lifecycle.Fail{S: "w0"}, lifecycle.Renew{S: "w0"}, lifecycle.WithEffect{S: "w0"}} {
+		if op.Applicable(worlds["seed"]) || !op.Applicable(worlds["lifecycle"]) {
+			t.Errorf("%s applies on the seed (%v) or not on the lifecycle queue (%v)", op, op.Applicable(worlds["seed"]), op.Applicable(worlds["lifecycle"]))
+		}
+	}
+	// Per-claim renewals, not a worker's heartbeat; and a delay only once installed, when the
+	// enqueue's parameters are known.
+	if (lifecycle.Heartbeat{S: "w0"}).Applicable(worlds["lifecycle"]) || (lifecycle.Later{S: "w0", Delay: time.Second}).Applicable(worlds["lifecycle"]) {
+		t.Error("a heartbeat or a delayed enqueue applies on the lifecycle queue before it was installed")
+	}
+	if (lifecycle.Fail{S: "w0", Back: 1}).Applicable(worlds["lifecycle"]) {
+		t.Error("a failure of a token the worker never held applies")
+	}
+}

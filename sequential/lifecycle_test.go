@@ -1,0 +1,104 @@
+package sequential_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"pgqcheck/program"
+	_ "pgqcheck/program/lifecycle" // the lifecycle's lines
+	"pgqcheck/sequential"
+	"pgqcheck/sut"
+	"pgqcheck/sut/suttest"
+)
+
+// runTrace runs a program on the built-in lifecycle queue beside the model and returns its
+// trace, failing the test on any verdict.
+func runTrace(t *testing.T, text string) string {
+	t.Helper()
+	ctx := context.Background()
+	e, err := sequential.NewEnv(ctx, suttest.Install(t, sut.MustBuiltin("lifecycle")), program.Workers, program.Lockers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	p, err := program.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sequential.Replay(ctx, e, p.Ops); err != nil {
+		t.Fatalf("%v\n%s", err, e.Program())
+	}
+	if len(e.Trace) != len(p.Ops) {
+		t.Fatalf("ran %d of %d operations:\n%s", len(e.Trace), len(p.Ops), e.Program())
+	}
+	return e.Program()
+}
+
+func wantLines(t *testing.T, trace string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(trace, l) {
+			t.Errorf("the trace lacks %q:\n%s", l, trace)
+		}
+	}
+}
+
+// A job fails until its attempts run out, each retry waiting its backoff, and ends dead with
+// its last error kept; a claim inside a backoff finds nothing; the drain leaves it dead.
+func TestFailUntilDead(t *testing.T) {
+	trace := runTrace(t, `enqueue 1
+w0 claim
+w0 fail newest
+w1 claim
+pause 150ms
+w1 claim
+w1 fail newest
+pause 250ms
+w2 claim
+w2 fail newest
+snapshot
+w0 drain
+`)
+	wantLines(t, trace, "w0 fail newest               -> job 1 gen 1: 1 row", "w1 claim                     -> none",
+		"w2 fail newest               -> job 1 gen 3: 1 row", `snapshot                     -> [1:dead/g3/a3/"job 1 gen 3 failed"]`,
+		"w0 drain                     -> 0 completed")
+}
+
+// A renewal keeps the lease of a slow worker past its first end; another worker's claim skips
+// the job, and the slow worker's completion is accepted with its business effect.
+func TestRenewalKeepsTheLease(t *testing.T) {
+	trace := runTrace(t, `enqueue 1
+w0 claim lease 250ms
+w0 pause until 40ms before its lease ends
+w0 renew newest
+pause 80ms
+w1 claim
+w0 complete newest with its effect
+`)
+	wantLines(t, trace, "w0 renew newest              -> job 1 gen 1: 1 row", "w1 claim                     -> none",
+		"w0 complete newest with its effect -> written; job 1 gen 1: 1 row")
+}
+
+// A stale worker's completion is refused and rolls its business effect back; the current
+// owner's commits its own.
+func TestStaleEffectRolledBack(t *testing.T) {
+	trace := runTrace(t, `enqueue 1
+w0 claim
+w0 pause past lease
+w1 claim
+w0 complete newest with its effect
+w1 complete newest with its effect
+`)
+	wantLines(t, trace, "w0 complete newest with its effect -> written; job 1 gen 1: 0 rows", "w1 complete newest with its effect -> written; job 1 gen 2: 1 row")
+}
+
+// A job enqueued to run later is not claimed before its time, and is once it passed.
+func TestRunAt(t *testing.T) {
+	trace := runTrace(t, `enqueue due in 250ms
+w0 claim
+pause 300ms
+w0 claim
+`)
+	wantLines(t, trace, "w0 claim                     -> none", "w0 claim                     -> job 1 gen 1")
+}

@@ -1,0 +1,1 @@
+INSERT INTO fulfilled(job_id) VALUES ($1)
