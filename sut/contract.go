@@ -272,7 +272,7 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 }
 
 // configKeys is queue.json's whole vocabulary, for the message that names an unknown key.
-const configKeys = `"claim_order", "lease", "generation", "done", "ids", "reclaim", "promises", ` + lifeKeys
+const configKeys = `"claim_order", "lease", "generation", "done", "ids", "reclaim", "claims", "promises", ` + lifeKeys
 
 // declare reads queue.json. Every key is optional; each wrong value is one line that names the
 // values the key takes. It returns a lifecycle key it declared (see declareLife).
@@ -284,6 +284,7 @@ func (d *Declared) declare(b []byte) (string, error) {
 		Done       string          `json:"done"`
 		IDs        string          `json:"ids"`
 		Reclaim    string          `json:"reclaim"`
+		Claims     string          `json:"claims"`
 		Promises   map[string]bool `json:"promises"`
 		lifeConfig
 	}
@@ -320,6 +321,13 @@ func (d *Declared) declare(b []byte) (string, error) {
 		d.OpaqueIDs = true
 	default:
 		return "", fmt.Errorf("ids %q is unknown; use \"integer\" (ids ascend with enqueue order) or \"opaque\" (uuid or text)", cfg.IDs)
+	}
+	switch cfg.Claims {
+	case "alone":
+		d.ClaimsAlone = true
+	case "", "in-transactions":
+	default:
+		return "", fmt.Errorf("claims %q is unknown; use \"alone\" (the queue's workers always claim in a statement of its own) or leave it out (a claim may run inside a longer transaction)", cfg.Claims)
 	}
 	switch cfg.Reclaim {
 	case "", "claim":

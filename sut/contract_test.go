@@ -60,6 +60,7 @@ func TestLoadDirErrors(t *testing.T) {
 		{"unknown done", map[string]string{sut.FileConfig: `{"done": "archived"}`}, `done "archived" is unknown; use "kept"`},
 		{"unknown ids", map[string]string{sut.FileConfig: `{"ids": "uuid"}`}, `ids "uuid" is unknown; use "integer"`},
 		{"unknown reclaim", map[string]string{sut.FileConfig: `{"reclaim": "sweeper"}`}, `reclaim "sweeper" is unknown`},
+		{"unknown claims", map[string]string{sut.FileConfig: `{"claims": "solo"}`}, `claims "solo" is unknown; use "alone"`},
 		{"rescue without rescue.sql", map[string]string{sut.FileConfig: `{"reclaim": "rescue"}`}, `rescue.sql: missing; queue.json declares "reclaim": "rescue"`},
 		{"unknown promise", map[string]string{sut.FileConfig: `{"promises": {"exactly-once": false}}`}, `promises names "exactly-once", which is no property`},
 		{"promise that cannot be left out", map[string]string{sut.FileConfig: `{"promises": {"mutual exclusion": false}}`}, `promises leaves out property 2 (mutual exclusion); only fencing may be left out`},

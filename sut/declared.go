@@ -31,6 +31,10 @@ type Declared struct {
 	FixedLease time.Duration
 	// OpaqueIDs: ids are uuid or text; the suite numbers jobs in enqueue order.
 	OpaqueIDs bool
+	// ClaimsAlone: the queue's workers always claim in a statement of its own, never inside a
+	// transaction that began earlier, so no claim is drawn inside one. Without it a claim may run
+	// inside a longer transaction, and must read the clock, not the transaction's start.
+	ClaimsAlone bool
 
 	// What the queue can do beyond the contract's core, found by the backend's constructor in
 	// what the queue ships: lock.sql or a GoLocker, rescue.sql. (The lifecycle's capabilities
