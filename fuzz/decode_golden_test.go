@@ -53,12 +53,19 @@ func TestCorpusDecodesAsBefore(t *testing.T) {
 		w.Jobs = []int64{1, 2, 3}
 		b.WriteString(name + ":\n")
 		for _, s := range fuzz.Decode(data) {
-			op, ok := s.Op(w)
+			ops, ok := s.Ops(w)
 			if !ok {
 				b.WriteString("  (no job)\n")
 				continue
 			}
-			b.WriteString("  " + op.String() + "\n")
+			for i, op := range ops {
+				if i > 0 {
+					b.WriteString("  +")
+				} else {
+					b.WriteString("  ")
+				}
+				b.WriteString(op.String() + "\n")
+			}
 		}
 	}
 	compareGolden(t, filepath.Join("testdata", "decoded", "FuzzQueue.golden"), b.String())

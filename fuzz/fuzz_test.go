@@ -208,11 +208,11 @@ func TestDecode(t *testing.T) {
 	w.Jobs = []int64{10, 20, 30}
 	var lines []string
 	for _, st := range got {
-		op, ok := st.Op(w)
-		if !ok {
-			t.Fatalf("%+v did not decode", st)
+		ops, ok := st.Ops(w)
+		if !ok || len(ops) != 1 {
+			t.Fatalf("%+v did not decode into one operation: %v", st, ops)
 		}
-		lines = append(lines, op.String())
+		lines = append(lines, ops[0].String())
 	}
 	want := []string{"enqueue 3", "w2 complete newest-1", "locker1 lock job 20", "locker1 terminate",
 		"w1 claim lease 500ms", "w2 pause until 40ms after its lease ends", "w0 pause until 120ms before its lease ends", "pause 150ms",

@@ -148,17 +148,15 @@ func ClaimTxn(w, wait, hold, lease int, end TxnEnd) Step {
 	return Step{code("fuzz-claim-txn"), byte(a)}
 }
 
-// Op decodes a step into the operation it stands for: its kind's draw, with the argument
-// byte's digits as the choices, resolving job positions against the world. The fuzzer's
-// programs are the program package's operations. ok is false when the step names a job and
-// there is none yet.
-func (s Step) Op(w *program.World) (op program.Op, ok bool) {
+// Ops decodes a step into the operations it stands for: its kind's draw, with the argument
+// byte's digits as the choices, resolving job positions against the world. Most kinds are one
+// operation; a few land one at a lease's edge (a claim, the pause to its edge, what lands
+// there). The fuzzer's programs are the program package's operations. ok is false when the
+// step names a job and there is none yet.
+func (s Step) Ops(w *program.World) (ops []program.Op, ok bool) {
 	k := generate.KindNamed(generate.FuzzCodes[int(s.Kind)%len(generate.FuzzCodes)])
-	ops := k.Draw(&generate.Draw{C: generate.NewArg(s.Arg), Dialect: generate.DialectFuzz, W: w})
-	if len(ops) != 1 {
-		return nil, false
-	}
-	return ops[0], true
+	ops = k.Draw(&generate.Draw{C: generate.NewArg(s.Arg), Dialect: generate.DialectFuzz, W: w})
+	return ops, len(ops) > 0
 }
 
 // Run resets e and runs the steps that apply, stopping at the first violation or harness error.
@@ -167,12 +165,19 @@ func Run(ctx context.Context, e *sequential.Env, steps []Step) error {
 		return &program.HarnessError{Err: err}
 	}
 	for _, s := range steps {
-		op, ok := s.Op(e.W)
-		if !ok || !op.Applicable(e.W) {
+		ops, ok := s.Ops(e.W)
+		if !ok || !ops[0].Applicable(e.W) {
 			continue
 		}
-		if err := e.Step(ctx, op); err != nil {
-			return err
+		// What follows a step's first operation runs where it applies: the first has changed
+		// the state, as in the Prop state machine.
+		for i, op := range ops {
+			if i > 0 && !op.Applicable(e.W) {
+				continue
+			}
+			if err := e.Step(ctx, op); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

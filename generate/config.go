@@ -111,6 +111,16 @@ var Kinds = []*Kind{
 	{Name: "backoff-edge", SeqRT: 2, Needs: Can{Fail: true}, Draw: backoffEdge},
 	{Name: "run-at-edge", SeqRT: 1, Needs: Can{Delay: true}, Draw: runAtEdge},
 	{Name: "count-effects", Suffix: 1, Needs: Can{Effect: true}, Draw: func(d *Draw) []program.Op { return one(lifecycle.CountEffects{S: d.Worker()}) }},
+	// Statements landed at a lease's edge as closely as the claim's window allows, and
+	// transactions open across an edge (edges.go): what resolves a lease read a few
+	// milliseconds wrong, or read at the transaction's start.
+	// Scheduled layouts leave them out: a new weight in a scheduled column would give every
+	// saved FuzzScheduled input another meaning (its choices are positions in the layouts).
+	{Name: "tight-edge-then", SeqRT: 4, Draw: tightEdgeThen},
+	{Name: "tight-claim-txn", SeqRT: 2, Draw: tightClaimTxn},
+	{Name: "tight-complete-txn", SeqRT: 2, Draw: tightCompleteTxn},
+	{Name: "tight-rescue-txn", SeqRT: 2, Needs: Can{Rescue: true}, Draw: tightRescueTxn},
+	{Name: "tight-rescue-edge", SeqRT: 3, Needs: Can{Rescue: true}, Draw: tightRescueEdge},
 }
 
 // FuzzCodes is FuzzQueue's encoding: a step's first byte, modulo their number, is the position
@@ -118,7 +128,8 @@ var Kinds = []*Kind{
 // encoder (fuzz.Encode) meaning what it meant.
 var FuzzCodes = []string{"enqueue", "claim", "complete", "expire", "lock", "release", "crash", "drain",
 	"pause", "timed-claim", "near", "real-pause", "fuzz-claim-txn",
-	"fail", "renew", "heartbeat", "enqueue-later", "effect-complete"}
+	"fail", "renew", "heartbeat", "enqueue-later", "effect-complete",
+	"tight-edge-then", "tight-claim-txn", "tight-complete-txn", "tight-rescue-txn", "tight-rescue-edge"}
 
 // The real-time scales: lease lengths of their own (beside the long lease of a plain claim),
 // margins around a lease's end, pauses, and a claim transaction's waits. All short, so that a

@@ -10,7 +10,7 @@ import (
 
 // TestKindsAreDrawn: every kind of the configuration has a name of its own and is drawn by some
 // mode (a weight in a column, or a code in FuzzQueue's encoding); every code names a kind, once,
-// and a fuzz step decodes into one operation whatever its argument byte.
+// and a fuzz step decodes into operations whatever its argument byte.
 func TestKindsAreDrawn(t *testing.T) {
 	seen := map[string]bool{}
 	for _, k := range Kinds {
@@ -38,8 +38,8 @@ func TestKindsAreDrawn(t *testing.T) {
 			continue
 		}
 		for b := range 256 {
-			if ops := k.Draw(&Draw{C: NewArg(byte(b)), Dialect: DialectFuzz, W: w}); len(ops) != 1 {
-				t.Fatalf("fuzz code %d (%s), argument %d: %d operations, want one", i, name, b, len(ops))
+			if ops := k.Draw(&Draw{C: NewArg(byte(b)), Dialect: DialectFuzz, W: w}); len(ops) == 0 {
+				t.Fatalf("fuzz code %d (%s), argument %d: no operation", i, name, b)
 			}
 		}
 	}

@@ -126,6 +126,9 @@ func init() {
 	}
 	rule(fmtNearBefore, near(false))
 	rule(fmtNearAfter, near(true))
+	rule(fmtNearJustBefore, func(s string, _ []string) (Op, error) { return Near{W: s, Tight: true}, nil })
+	rule(fmtNearJustAfter, func(s string, _ []string) (Op, error) { return Near{W: s, After: true, Tight: true}, nil })
+	rule(fmtRescueTxn, func(s string, v []string) (Op, error) { return RescueTxn{S: s, Edge: v[0]}, nil })
 	rule("begin; lock job %d; commit", func(s string, v []string) (Op, error) {
 		return LockTxn{S: s, Job: int64(num(v[0])), Commit: true}, nil
 	})
@@ -154,6 +157,9 @@ func parseClaimTxn(s string, v []string) (Op, error) {
 		if _, pause := op.(Sleep); err != nil || !pause {
 			op, err = ParseOp(on(s) + part)
 		}
+		if err != nil {
+			op, err = ParseOp(part) // a pause to another session's lease edge names that session
+		}
 		switch p := op.(type) {
 		case Sleep:
 			if claimed {
@@ -161,13 +167,24 @@ func parseClaimTxn(s string, v []string) (Op, error) {
 			} else {
 				o.Wait = p.D
 			}
+		case Near:
+			switch {
+			case !p.Tight || !p.After:
+				return nil, fmt.Errorf("%q: a claim transaction pauses to just after a lease ends", part)
+			case claimed && p.W == s:
+				o.HoldEdge = true
+			case !claimed:
+				o.WaitEdge = p.W
+			default:
+				return nil, fmt.Errorf("%q: a claim transaction waits across another session's lease before its claim, or its own after it", part)
+			}
 		case Claim:
 			if claimed {
 				return nil, fmt.Errorf("%q: a claim transaction claims once", part)
 			}
 			o.Lease, claimed = p.Lease, true
 		default:
-			return nil, fmt.Errorf("%q is not a part of a claim transaction (begin; [pause D;] claim [lease D]; [pause D;] [complete it;] commit or rollback)", part)
+			return nil, fmt.Errorf("%q is not a part of a claim transaction (begin; [pause D;] [S pause to just after its lease ends;] claim [lease D]; [pause D;] [pause to just after its lease ends;] [complete it;] commit or rollback)", part)
 		}
 	}
 	if !claimed {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pgqcheck/sut"
 )
 
 // examples holds at least one operation for every line the grammar reads.
@@ -20,6 +22,8 @@ var examples = []Op{
 	ClaimTxn{S: "w0", Hold: 100 * time.Millisecond},
 	LockTxn{S: "s1", Job: 2}, LockTxn{S: "s2", Job: 1, Commit: true},
 	Sleep{D: 300 * time.Millisecond}, Near{W: "w0", Margin: 50 * time.Millisecond}, Near{W: "w2", Margin: 1500 * time.Millisecond, After: true},
+	Near{W: "s1", Tight: true}, Near{W: "w2", Tight: true, After: true}, RescueTxn{S: "s2", Edge: "s0"},
+	ClaimTxn{S: "s1", WaitEdge: "s0", Complete: true, Commit: true}, ClaimTxn{S: "w1", Lease: 100 * time.Millisecond, HoldEdge: true, Complete: true, Commit: true},
 }
 
 // Every operation must read back from the line it prints: saved programs are those lines.
@@ -77,5 +81,19 @@ func TestParseRefuses(t *testing.T) {
 	}
 	if _, err := Parse("# mode: scheduled\n# sessions: 3\ns2 claim\nenqueue 1\n"); err != nil {
 		t.Errorf("a scheduled program on its own sessions was refused: %v", err)
+	}
+}
+
+// TestClaimsAlone: a queue that declares its claims run alone gets no claim drawn inside a
+// transaction.
+func TestClaimsAlone(t *testing.T) {
+	w := NewWorld(sut.MustBuiltin(sut.DefaultQueue), WorkerName(0), WorkerName(1))
+	txn := ClaimTxn{S: WorkerName(1), Commit: true}
+	if !txn.Applicable(w) {
+		t.Fatal("a claim transaction does not apply to the seed's queue")
+	}
+	w.ClaimsAlone = true
+	if txn.Applicable(w) {
+		t.Error("a claim transaction applies to a queue whose claims run alone")
 	}
 }

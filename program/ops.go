@@ -137,6 +137,9 @@ const (
 	fmtCompleteIt      = "complete it" // a claim transaction's completion of its own claim
 	fmtNearBefore      = "pause until %v before its lease ends"
 	fmtNearAfter       = "pause until %v after its lease ends"
+	fmtNearJustBefore  = "pause to just before its lease ends"
+	fmtNearJustAfter   = "pause to just after its lease ends"
+	fmtRescueTxn       = "begin; %s pause to just after its lease ends; rescue; commit"
 )
 
 func on(s string) string {
@@ -160,13 +163,33 @@ func (o Sleep) Run(ctx context.Context, r Runner) error { return r.Sleep(ctx, o.
 // claim, W's completion, the snapshot after every step) lands at the lease's edge, where a
 // margin applied the wrong way, a lease shorter than asked or a clock read at the wrong
 // instant shows.
+//
+// Tight approaches the edge as closely as the claim's measured window allows: the lease's end
+// lies somewhere in that window shifted by the lease, as wide as the claim's own round trip and
+// clock readings. Just after, the pause ends a millisecond past the window's latest end, so the
+// next statement's first clock reading comes after every end the lease may have; just before,
+// it ends three such widths and two milliseconds ahead of the earliest end, room for the
+// runner's check after the pause and a statement as long as the claim to return before any
+// end. How close that lands is those widths (a fraction of a millisecond to a few on a loaded
+// machine) plus the timer's lateness.
 type Near struct {
 	W      string
 	Margin time.Duration
 	After  bool
+	Tight  bool
 }
 
+// TightGap is how far past (or, with the claim's width added, ahead of) the measured edge a
+// tight pause ends.
+const TightGap = time.Millisecond
+
 func (o Near) String() string {
+	switch {
+	case o.Tight && o.After:
+		return on(o.W) + fmtNearJustAfter
+	case o.Tight:
+		return on(o.W) + fmtNearJustBefore
+	}
 	if o.After {
 		return on(o.W) + fmt.Sprintf(fmtNearAfter, o.Margin)
 	}
@@ -183,10 +206,19 @@ func (o Near) target(w *World) (time.Duration, bool) {
 	if !ok || t.Lease > MaxNearLease || t.Until.To == model.Never {
 		return 0, false
 	}
-	if o.After {
-		return t.Until.To + o.Margin, true
+	margin := o.Margin
+	if o.Tight {
+		margin = TightGap
+		if !o.After {
+			// Before the statement that lands there come the runner's own steps (the sequential
+			// snapshot check after the pause), each about as long as the claim was.
+			margin = 2*TightGap + 3*(t.Until.To-t.Until.From)
+		}
 	}
-	return t.Until.From - o.Margin, true
+	if o.After {
+		return t.Until.To + margin, true
+	}
+	return t.Until.From - margin, true
 }
 
 func (o Near) Applicable(w *World) bool {
@@ -277,7 +309,7 @@ func (o Rescue) String() string { return on(o.S) + fmtRescue }
 func (o Rescue) On() string     { return o.S }
 func (o Rescue) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && w.CanRescue && !s.InTxn
+	return ok && w.CanRescue && (!s.InTxn || s.Work)
 }
 func (o Rescue) Stmts(w *World) []Stmt { return []Stmt{RescueStmt{}} }
 
@@ -538,11 +570,18 @@ type Transaction interface {
 // claim inside a transaction that began earlier is where now() (the transaction's start) and
 // clock_timestamp() part ways, as the seed's Step 4 warns. Lease is the claim's own (zero:
 // the world's).
+//
+// WaitEdge names a session whose newest lease the transaction waits across before its claim
+// (a tight pause to just after that lease ends), so that a claim reading the transaction's
+// start where it means the clock misses the job that lease freed. HoldEdge holds the claim's
+// own lease past its end before the completion, for the same reason on the completion's side.
 type ClaimTxn struct {
 	S                string
 	Complete, Commit bool
 	Wait, Hold       time.Duration
 	Lease            time.Duration
+	WaitEdge         string
+	HoldEdge         bool
 }
 
 func (o ClaimTxn) String() string  { return on(o.S) + txnLine(o.Parts(), o.S) }
@@ -552,9 +591,15 @@ func (o ClaimTxn) Parts() []Op {
 	if o.Wait > 0 {
 		parts = append(parts, Sleep{D: o.Wait})
 	}
+	if o.WaitEdge != "" {
+		parts = append(parts, Near{W: o.WaitEdge, After: true, Tight: true})
+	}
 	parts = append(parts, Claim{S: o.S, Lease: o.Lease})
 	if o.Hold > 0 {
 		parts = append(parts, Sleep{D: o.Hold})
+	}
+	if o.HoldEdge {
+		parts = append(parts, Near{W: o.S, After: true, Tight: true})
 	}
 	if o.Complete {
 		parts = append(parts, completeClaimed{S: o.S})
@@ -566,7 +611,25 @@ func (o ClaimTxn) Parts() []Op {
 }
 func (o ClaimTxn) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && !s.InTxn && !w.TxBound // the queue's claims hold transactions of their own
+	// The queue's claims hold transactions of their own, or run as statements of their own.
+	return ok && !s.InTxn && !w.TxBound && !w.ClaimsAlone && (o.WaitEdge == "" || o.WaitEdge == o.S || Near{W: o.WaitEdge, After: true, Tight: true}.Applicable(w))
+}
+
+// RescueTxn runs the rescue step inside a transaction that began before another session's
+// lease ended, and waited across that end: a rescue that reads the transaction's start where
+// it means the clock leaves the lapsed job running.
+type RescueTxn struct {
+	S, Edge string
+}
+
+func (o RescueTxn) String() string  { return on(o.S) + fmt.Sprintf(fmtRescueTxn, o.Edge) }
+func (o RescueTxn) Session() string { return o.S }
+func (o RescueTxn) Parts() []Op {
+	return []Op{Begin{S: o.S}, Near{W: o.Edge, After: true, Tight: true}, Rescue{S: o.S}, Commit{S: o.S}}
+}
+func (o RescueTxn) Applicable(w *World) bool {
+	s, ok := idle(w, o.S)
+	return ok && w.CanRescue && !s.InTxn && !w.TxBound && Near{W: o.Edge, After: true, Tight: true}.Applicable(w)
 }
 
 // txnLine prints a transaction's parts on one line, each without the session they share.

@@ -120,6 +120,9 @@ type World struct {
 	// TxBound: the queue's claims hold the session's transaction; the harness opens none of its
 	// own on a worker, and a worker holds one claim at a time.
 	TxBound bool
+	// ClaimsAlone: the queue declares that its claims run as statements of their own; no claim
+	// is drawn inside a transaction.
+	ClaimsAlone bool
 	// FixedLease is the lease the queue fixes itself (0: each claim asks for its own); claims
 	// that name a lease of their own then do not apply.
 	FixedLease time.Duration
@@ -135,7 +138,7 @@ type World struct {
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
-	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, FixedLease: q.FixedLease, Lease: LongLease,
+	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, ClaimsAlone: q.ClaimsAlone, FixedLease: q.FixedLease, Lease: LongLease,
 		Life: q.Shape().Life, Clock: &sut.DBClock{}}
 	if q.FixedLease != 0 {
 		w.Lease = q.FixedLease
