@@ -145,50 +145,45 @@ func (c *Counts) Observe(op Op, a Answers, err error) {
 		c.RealPauses++
 		c.PausedMillis += a.Slept.Milliseconds()
 	}
-	claimsAndCompletions := func() {
-		c.Claims += int64(a.Claims)
-		c.EmptyClaims += int64(a.Empty)
-		c.Completions += int64(a.Accepted)
-		c.RejectedCompletions += int64(a.Refused)
+	if o, ok := op.(counted); ok {
+		o.count(c, a)
+		return
 	}
-	switch o := op.(type) {
-	case Enqueue:
-		c.Enqueued += int64(a.Enqueued)
-	case Claim:
-		claimsAndCompletions()
-	case Complete, completeClaimed:
-		if cp, ok := o.(Complete); ok && cp.Back > 0 {
-			c.StaleTokenCompletion++
-		}
-		claimsAndCompletions()
-	case ShortLease:
-		c.ShortLeases++
-		claimsAndCompletions()
-	case ClaimTxn:
-		c.TxnClaims++
-		claimsAndCompletions()
-	case Expire, ExpireClaim:
-		c.Expiries++
-	case Pause:
-		c.Pauses++
-	case Lock:
-		c.Locks++
-	case Commit, Rollback:
-		c.Releases++
-	case Cancel:
-		c.Releases++
-		c.Cancels++
-	case Terminate:
-		c.Releases++
-		c.Terminates++
-	case Crash:
-		c.Crashes++
-	case Drain:
-		// A drain's own claims and completions are its mechanism, counted as the jobs it
-		// drained rather than as workers' claims.
-		c.Drains++
-		c.DrainedJobs += int64(a.Accepted)
-	default: // the claims and completions its statements answered (a completion with its effect)
-		claimsAndCompletions()
-	}
+	c.claimsAndCompletions(a) // what its statements answered (a completion with its effect)
 }
+
+func (c *Counts) claimsAndCompletions(a Answers) {
+	c.Claims += int64(a.Claims)
+	c.EmptyClaims += int64(a.Empty)
+	c.Completions += int64(a.Accepted)
+	c.RejectedCompletions += int64(a.Refused)
+}
+
+// counted is an operation with a count of its own in Counts; any other counts the claims and
+// completions its statements answered.
+type counted interface {
+	count(c *Counts, a Answers)
+}
+
+func (Enqueue) count(c *Counts, a Answers) { c.Enqueued += int64(a.Enqueued) }
+func (o Complete) count(c *Counts, a Answers) {
+	if o.Back > 0 {
+		c.StaleTokenCompletion++
+	}
+	c.claimsAndCompletions(a)
+}
+func (ShortLease) count(c *Counts, a Answers)  { c.ShortLeases++; c.claimsAndCompletions(a) }
+func (ClaimTxn) count(c *Counts, a Answers)    { c.TxnClaims++; c.claimsAndCompletions(a) }
+func (Expire) count(c *Counts, _ Answers)      { c.Expiries++ }
+func (ExpireClaim) count(c *Counts, _ Answers) { c.Expiries++ }
+func (Pause) count(c *Counts, _ Answers)       { c.Pauses++ }
+func (Lock) count(c *Counts, _ Answers)        { c.Locks++ }
+func (Commit) count(c *Counts, _ Answers)      { c.Releases++ }
+func (Rollback) count(c *Counts, _ Answers)    { c.Releases++ }
+func (Cancel) count(c *Counts, _ Answers)      { c.Releases++; c.Cancels++ }
+func (Terminate) count(c *Counts, _ Answers)   { c.Releases++; c.Terminates++ }
+func (Crash) count(c *Counts, _ Answers)       { c.Crashes++ }
+
+// A drain's own claims and completions are its mechanism, counted as the jobs it drained
+// rather than as workers' claims.
+func (Drain) count(c *Counts, a Answers) { c.Drains++; c.DrainedJobs += int64(a.Accepted) }

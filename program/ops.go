@@ -183,6 +183,9 @@ type Near struct {
 // tight pause ends.
 const TightGap = time.Millisecond
 
+// Session is the worker whose lease the pause waits for, where it runs.
+func (o Near) Session() string { return o.W }
+
 func (o Near) String() string {
 	switch {
 	case o.Tight && o.After:

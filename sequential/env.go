@@ -215,21 +215,10 @@ func (e *Env) transaction(ctx context.Context, tx program.Transaction) error {
 
 // answer is the operation's answers in words.
 func (e *Env) answer(op program.Op) string {
-	switch o := op.(type) {
-	case program.Enqueue:
-		var ids []string
-		for _, a := range e.answers {
-			ids = append(ids, strings.TrimPrefix(a, "id "))
+	if o, ok := op.(program.Worded); ok {
+		if words := o.Words(e.W, e.answers, e.step); words != "" {
+			return words
 		}
-		return "ids " + strings.Join(ids, " ")
-	case program.Pause:
-		if id, ok := o.Job(e.W); ok {
-			return fmt.Sprintf("job %d's lease expired", id)
-		}
-	case program.Drain:
-		return fmt.Sprintf("%d completed", e.step.Accepted)
-	case program.Near:
-		return fmt.Sprintf("slept %v", e.step.Slept.Round(time.Millisecond))
 	}
 	return strings.Join(e.answers, "; ")
 }

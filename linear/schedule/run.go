@@ -107,12 +107,8 @@ func (r *scheduledRun) sessionOf(op program.Op) *scheduledSession {
 	switch o := op.(type) {
 	case program.Step:
 		name = o.On()
-	case program.ClaimTxn:
-		name = o.S
-	case program.LockTxn:
-		name = o.S
-	case program.Near:
-		name = o.W
+	case interface{ Session() string }: // a transaction, a pause to a worker's lease edge
+		name = o.Session()
 	}
 	if s := r.world.Session(name); s != nil {
 		for _, sess := range r.sessions {
