@@ -163,8 +163,10 @@ var (
 // a worker's claim asks for ("long" is the run's, which outlives it; "timed" one of TimedLeases,
 // which ends by itself); how long a worker holds a job it claimed with a timed lease before what
 // comes next (not at all, until just before or just after that lease's end, or a plain pause);
-// what a worker does with a job it claimed ("keep" holds the token and claims again); what the
-// chaos goroutine does each turn ("rest" does nothing); how the chaos locker's transaction
+// whether a worker that took a timed lease keeps a transaction open across its edge (its
+// claim's, completing after it; or a second claim's, claiming after it); what a worker does
+// with a job it claimed ("keep" holds the token and claims again); what the chaos goroutine
+// does each turn ("rest" does nothing); how the chaos locker's transaction
 // ends; the proxy faults chaos arms, a delay or a stall holding for one of NetFaultHolds.
 //
 // A worker that waits for a lease's end stops for a tenth of a second or more, where a turn
@@ -173,6 +175,7 @@ var (
 var (
 	LeaseWeights      = Weights{"long": 96, "timed": 4}
 	TimedHoldWeights  = Weights{"at once": 88, "until before its end": 4, "until after its end": 4, "pause": 4}
+	EdgeTxnWeights    = Weights{"none": 90, "complete across its end": 5, "claim across its end": 5}
 	AfterClaimWeights = Weights{"complete": 85, "crash": 5, "complete older": 7, "keep": 3}
 	ChaosWeights      = Weights{"expire": 450, "lock": 150, "cancel": 20, "terminate": 5, "snapshot": 10, "rest": 365, "net": 20}
 	ReleaseWeights    = Weights{"commit": 40, "rollback": 30, "cancel": 15, "terminate": 15}

@@ -207,6 +207,7 @@ func (r *run) judge(res *Result) {
 	for _, w := range r.workers {
 		res.Counts.RealPauses += int64(w.pauses)
 		res.Counts.PausedMillis += w.slept.Milliseconds()
+		res.Counts.TxnClaims += int64(w.txnClaims)
 	}
 	t0 := time.Now()
 	res.Verdict = check.Check(h, cfg.CheckTimeout)

@@ -221,6 +221,8 @@ type worker struct {
 	*actor
 	rng    *rand.Rand
 	paused atomic.Pointer[program.Token]
+	// txnClaims are the claim transactions it kept open across a lease's edge.
+	txnClaims int
 }
 
 func (r *run) work(w *worker) {
@@ -235,6 +237,9 @@ func (r *run) work(w *worker) {
 		lease := r.cfg.Lease
 		if drawKind(w.rng, generate.LeaseWeights) == "timed" {
 			lease = generate.TimedLeases[w.rng.IntN(len(generate.TimedLeases))]
+		}
+		if lease != r.cfg.Lease && w.acrossEdge(ctx, lease) {
+			continue
 		}
 		res := w.one(ctx, program.Claim{S: name, Lease: lease})
 		if res.Err != nil {
@@ -279,6 +284,53 @@ func (r *run) work(w *worker) {
 			w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(len(w.session.Tokens))})
 		}
 	}
+}
+
+// acrossEdge runs, now and then, a transaction that stays open across the edge of a timed lease
+// the worker takes: a claim whose transaction waits to just past that lease's end before
+// completing, or a claim transaction that began before the worker's own claim lapsed and
+// claims after. A predicate on now() (the transaction's start) where it means the clock accepts
+// the late completion, or misses the lapsed job. It reports whether it ran one.
+func (w *worker) acrossEdge(ctx context.Context, lease time.Duration) bool {
+	name := w.client.Name
+	var txn program.ClaimTxn
+	switch drawKind(w.rng, generate.EdgeTxnWeights) {
+	case "complete across its end":
+		txn = program.ClaimTxn{S: name, Lease: lease, HoldEdge: true, Complete: true, Commit: true}
+	case "claim across its end":
+		txn = program.ClaimTxn{S: name, WaitEdge: name, Complete: true, Commit: true}
+		if !txn.Applicable(w.world) {
+			return false
+		}
+		if res := w.one(ctx, program.Claim{S: name, Lease: lease}); res.Err != nil || !res.Out.Found {
+			return true
+		}
+	default:
+		return false
+	}
+	if !txn.Applicable(w.world) {
+		return false
+	}
+	w.txnClaims++
+	for _, part := range txn.Parts() {
+		if !part.Applicable(w.world) {
+			continue
+		}
+		var err error
+		switch p := part.(type) {
+		case program.Procedure:
+			err = p.Run(ctx, w)
+		case program.Step:
+			_, err = w.Do(ctx, p)
+		}
+		if err != nil {
+			if w.session.InTxn {
+				_, _ = w.Do(ctx, program.Rollback{S: name})
+			}
+			return true
+		}
+	}
+	return true
 }
 
 // hold is how a worker that claimed with a timed lease waits before it goes on, in real time:

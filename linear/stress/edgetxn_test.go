@@ -1,0 +1,64 @@
+package stress
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"pgqcheck/generate"
+	"pgqcheck/model"
+	"pgqcheck/sut"
+	"pgqcheck/sut/suttest"
+)
+
+// TestStressEdgeTransactions: workers that keep transactions open across their timed leases'
+// edges (completing after the edge, or claiming after it) hold on the seed queue, and catch the
+// mutant whose completion compares the lease with now(), the transaction's start, which only
+// such a transaction shows. (Its claim-side twin is left to sequential and scheduled programs:
+// a stress claim skips locked rows, so finding no job, or a younger one, judges nothing.)
+func TestStressEdgeTransactions(t *testing.T) {
+	suttest.SelfCheck(t, "./linear/stress")
+	defer func(l, e, c generate.Weights) {
+		generate.LeaseWeights, generate.EdgeTxnWeights, generate.ChaosWeights = l, e, c
+	}(generate.LeaseWeights, generate.EdgeTxnWeights, generate.ChaosWeights)
+	generate.LeaseWeights = generate.Weights{"timed": 1}
+	generate.EdgeTxnWeights = generate.Weights{"complete across its end": 1, "claim across its end": 1}
+	generate.ChaosWeights = generate.Weights{"snapshot": 1, "rest": 9}
+	stress := func(t *testing.T, q *sut.Queue) *Result {
+		in := suttest.Install(t, q)
+		res, err := Run(context.Background(), in, Config{Workers: 4, Duration: time.Second, ReportDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	t.Run("seed", func(t *testing.T) {
+		res := stress(t, sut.MustBuiltin(sut.DefaultQueue))
+		if res.Failed() {
+			t.Fatalf("%s\n%s", res, res.Verdict.Explanation)
+		}
+		if c := res.Counts; c.TxnClaims == 0 || c.RejectedCompletions == 0 || c.RealPauses == 0 {
+			t.Fatalf("%s: no transaction waited across a lease's edge and had its completion refused", c)
+		}
+	})
+	t.Run("complete-predicate-now", func(t *testing.T) {
+		q, err := sut.LoadDir(filepath.Join("..", "..", "testdata", "mutants", "complete-predicate-now"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := 1; ; round++ {
+			res := stress(t, q)
+			if res.Failed() {
+				if v := res.Verdict.Violation; v == nil || v.Property != model.PFencing {
+					t.Fatalf("caught, but not by %s: %s", model.PFencing, res)
+				}
+				t.Logf("caught in round %d: %s", round, res.Verdict.Violation)
+				return
+			}
+			if round == 5 {
+				t.Fatalf("transactions across lease edges did not catch the mutant in %d rounds: %s", round, res)
+			}
+		}
+	})
+}
