@@ -145,11 +145,8 @@ func (claimSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Vi
 	switch {
 	case out.Outcome == Unknown && !out.Found: // may have claimed this job, or another, or nothing
 		if sh.eligible(s, in.At) != Over {
-			gen := s.Gen + 1
-			if sh.NoGeneration { // its number was never seen: the job's last one stands for it
-				gen = s.Gen
-			}
-			return sh.claimed(s, gen, in), nil
+			// On a queue of tokens too: the token it holds was never seen, so no owner's matches.
+			return sh.claimed(s, s.Gen+1, in), nil
 		}
 		return s, nil
 	case out.Outcome == Unknown: // a committed-or-not claim whose answer is known

@@ -401,3 +401,23 @@ func legalOp(t *rapid.T, s *wholeState, jobs int, next *int64, applied bool) (In
 	}
 	return Input{Kind: OpObserve, Job: job}, Output{Found: j.Exists, State: j.State, Gen: j.Gen, Live: j.State == Running && leaseAt(j.Until, At(0)) == Live}
 }
+
+// TestLinearTokensUnknownClaim: on a queue of claim tokens (no generation counter), a claim
+// whose answer was lost holds a token nobody saw, so the previous owner's token is stale once it
+// may have run: the previous owner's refused completion after a snapshot that shows the job
+// claimed again is legal, and its accepted one is not.
+func TestLinearTokensUnknownClaim(t *testing.T) {
+	m := Shape{NoGeneration: true}.Porcupine()
+	lost := func(rows int64) []porcupine.Operation {
+		return []porcupine.Operation{
+			enq(0, 1, 2, 1), claimed(1, 3, 4, 1, 1), expired(3, 5, 6, 1), claimUnknown(2, 7),
+			observed(4, 8, 9, 1, Running, 1, true), completed(1, 10, 11, 1, 1, rows),
+		}
+	}
+	if !porcupine.CheckOperations(m, lost(0)) {
+		t.Error("a stale token's refused completion, after a lost claim took the job, is called not linearizable")
+	}
+	if porcupine.CheckOperations(m, lost(1)) {
+		t.Error("a stale token's accepted completion, after a lost claim took the job, is called linearizable")
+	}
+}
