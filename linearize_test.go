@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgregory.net/rapid"
 
 	"pgqcheck/campaign"
@@ -52,7 +54,7 @@ func TestLinearStress(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkMeasures(t, res)
-				verdicts := program.NewVerdicts(q.Shape(), program.ConcurrentProperties...)
+				verdicts := verdict.NewTable(q.Shape(), verdict.ConcurrentProperties...)
 				verdicts.NotPromised[model.PFencing] = int(res.Counts.NotPromised)
 				if res.Failed() {
 					v := res.Verdict
@@ -141,7 +143,7 @@ func TestLinearScheduled(t *testing.T) {
 				board.found(t, q, reduced, saved)
 				return
 			}
-			verdicts := program.NewVerdicts(q.Shape(), program.ConcurrentProperties...)
+			verdicts := verdict.NewTable(q.Shape(), verdict.ConcurrentProperties...)
 			verdicts.NotPromised[model.PFencing] = notPromised
 			t.Logf("verdict on %s:\n%s", q.Name, verdicts)
 		})
@@ -217,7 +219,7 @@ func TestMutants(t *testing.T) {
 				// The failure replays from its program alone: the interleaving is the program.
 				m := byName[r.Mutant]
 				in := suttest.Install(t, m.Queue)
-				var g *program.Finding
+				var g *verdict.Finding
 				var err error
 				caught := m.Retry(func() bool {
 					g, err = schedule.ReplayProgram(ctx, in, schedule.Config{Name: r.Mutant, ReportDir: t.TempDir()}, f.Program)
@@ -240,7 +242,7 @@ func TestMutants(t *testing.T) {
 
 // checkReport asserts that a failed stress run left what a reader needs: the history, and for
 // a job whose history is not linearizable, its cut and a timeline showing the culprit.
-func checkReport(t *testing.T, f *program.Finding) {
+func checkReport(t *testing.T, f *verdict.Finding) {
 	t.Helper()
 	if f.ReportDir == "" {
 		t.Fatal("no report folder")

@@ -12,7 +12,7 @@ import (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	// rapid's shrinker may spend 30 s on one failure; program.Reduce finishes the job in well
+	// rapid's shrinker may spend 30 s on one failure; verdict.Reduce finishes the job in well
 	// under a second, so rapid gets 10 s unless the command line chose otherwise.
 	testflags.Defaults(map[string]string{"rapid.shrinktime": "10s", "test.parallel": testflags.WaitingParallel()})
 	code := pgserver.Main(m)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/corpus"
 	"pgqcheck/internal/testflags"
 	"pgqcheck/mutant"
@@ -126,7 +128,7 @@ func TestPropPrograms(t *testing.T) {
 				if !ok {
 					t.Fatalf("%s has no %q header naming the property it breaks", c.Path, program.HeaderProperty)
 				}
-				var f *program.Finding
+				var f *verdict.Finding
 				if !m.Retry(func() bool { f = replayOn(t, m.Queue, c); return f != nil && f.Property() == want }) {
 					t.Fatalf("%s no longer catches %s with %s; replay gave: %v", c.Path, m.Name, want, f)
 				}
@@ -158,7 +160,7 @@ func judgeCorpus(t *testing.T, q *sut.Queue, cases []*corpus.Case) {
 	}
 }
 
-func replayOn(t *testing.T, q *sut.Queue, c *corpus.Case) *program.Finding {
+func replayOn(t *testing.T, q *sut.Queue, c *corpus.Case) *verdict.Finding {
 	t.Helper()
 	r := &corpus.Replayer{In: suttest.Install(t, q), ReportDir: t.TempDir()}
 	defer r.Close()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgregory.net/rapid"
 
 	"pgqcheck/corpus"
@@ -86,11 +88,11 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 		return
 	}
 	t.Logf("exercised: %s", env.Counts)
-	verdicts := program.NewVerdicts(q.Shape(), program.SequentialProperties...)
+	verdicts := verdict.NewTable(q.Shape(), verdict.SequentialProperties...)
 	if n := len(env.NotPromised); n > 0 {
 		f := sequential.ReduceNotPromised(ctx, env, env.NotPromised[0], *reduceFor)
 		verdicts.NotPromised[f.Property()] = n
-		t.Logf("not promised: %d %s observed; the first, reduced:\n%s", n, program.NotPromisedWhat(f.Property(), n), f)
+		t.Logf("not promised: %d %s observed; the first, reduced:\n%s", n, verdict.NotPromisedWhat(f.Property(), n), f)
 		if len(f.Program.Ops) > 6 {
 			t.Errorf("the not-promised finding reduced to %d operations; the stale completion needs at most 5", len(f.Program.Ops))
 		}
@@ -115,7 +117,7 @@ func rapidChecks() int {
 
 // saveFirst saves a failing run's program as soon as it is found, before shrinking, and returns
 // where: the case survives whatever happens to the rest of the test.
-func saveFirst(t *testing.T, f *program.Finding) string {
+func saveFirst(t *testing.T, f *verdict.Finding) string {
 	path, _, err := corpus.Save(".", f, t.Name())
 	if err != nil {
 		return ""
@@ -127,7 +129,7 @@ func saveFirst(t *testing.T, f *program.Finding) string {
 // where TestPropPrograms replays it on every `go test`: the regression corpus. A replay of a
 // failure already saved adds nothing. rest names where the rest of the failure is kept (the
 // unreduced programs, rapid's draws). It returns the file that holds the program.
-func saveFinding(t *testing.T, f *program.Finding, rest string) string {
+func saveFinding(t *testing.T, f *verdict.Finding, rest string) string {
 	path, fresh, err := corpus.Save(".", f, t.Name())
 	if err != nil {
 		t.Errorf("%s(the program could not be saved: %v; unreduced programs and rapid's draws: %s)", f, err, rest)

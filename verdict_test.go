@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"pgqcheck/verdict"
+
 	"pgregory.net/rapid"
 
 	"pgqcheck/internal/rapidrun"
@@ -35,12 +37,12 @@ type verdicts struct {
 type queueVerdict struct {
 	shape    model.Shape
 	violated map[model.Property][]string // the tests that broke each property
-	smallest *program.Finding            // the finding with the fewest operations
+	smallest *verdict.Finding            // the finding with the fewest operations
 	saved    string                      // where its program is kept
 }
 
 // found records a failing test's finding on queue q, and where its program is kept.
-func (b *verdicts) found(t *testing.T, q *sut.Queue, f *program.Finding, saved string) {
+func (b *verdicts) found(t *testing.T, q *sut.Queue, f *verdict.Finding, saved string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	v := b.queues[q.Name]
@@ -59,7 +61,7 @@ func (b *verdicts) found(t *testing.T, q *sut.Queue, f *program.Finding, saved s
 
 // violated records a broken property of a test that has no program to show (a stress run).
 func (b *verdicts) violated(t *testing.T, q *sut.Queue, p model.Property) {
-	b.found(t, q, &program.Finding{Violation: model.Violate(p, "%s", "")}, "")
+	b.found(t, q, &verdict.Finding{Violation: model.Violate(p, "%s", "")}, "")
 }
 
 // print writes each queue's verdict: the table of every property, held or violated and by
@@ -77,11 +79,11 @@ func (b *verdicts) print(w io.Writer) {
 		fmt.Fprintf(w, "\nverdict on %s:\n", n)
 		var judged []model.Property
 		for _, p := range model.Properties {
-			if slices.Contains(program.SequentialProperties, p) || slices.Contains(program.ConcurrentProperties, p) {
+			if slices.Contains(verdict.SequentialProperties, p) || slices.Contains(verdict.ConcurrentProperties, p) {
 				judged = append(judged, p)
 			}
 		}
-		table := program.NewVerdicts(v.shape, judged...)
+		table := verdict.NewTable(v.shape, judged...)
 		for p := range v.violated {
 			table.Violated[p] = true
 		}

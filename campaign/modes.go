@@ -9,11 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/hunt"
 	"pgqcheck/linear/report"
 	"pgqcheck/linear/stress"
 	"pgqcheck/model"
-	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
@@ -112,7 +113,7 @@ func (m sequentialMode) Name() string {
 }
 
 func (sequentialMode) Properties() []model.Property {
-	return program.SequentialProperties
+	return verdict.SequentialProperties
 }
 
 func (m sequentialMode) Start(ctx context.Context, w *Worker) (Hunter, error) {
@@ -143,7 +144,7 @@ func (h *seqHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		checks = roundChecks / 5 // a run pauses about half a second in all
 	}
 	// The first thing the queue is seen doing that it does not promise is kept once, reduced.
-	h.e.NotPromised = func(reduce func() *program.Finding) {
+	h.e.NotPromised = func(reduce func() *verdict.Finding) {
 		if !h.w.Tally.hasNotPromised() {
 			np := reduce()
 			h.w.Tally.sawNotPromised(newFailure(np, string(np.Mode), 0, 0, seed))
@@ -174,7 +175,7 @@ type stressMode struct{}
 func (stressMode) Name() string { return "stress" }
 
 func (stressMode) Properties() []model.Property {
-	return program.ConcurrentProperties
+	return verdict.ConcurrentProperties
 }
 
 // stressRound is how long a round's traffic runs; the drain and the check come on top.
@@ -234,7 +235,7 @@ type scheduled struct{}
 func (scheduled) Name() string { return "scheduled" }
 
 func (scheduled) Properties() []model.Property {
-	return program.ConcurrentProperties
+	return verdict.ConcurrentProperties
 }
 
 func (scheduled) Start(ctx context.Context, w *Worker) (Hunter, error) {

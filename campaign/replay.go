@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/hunt"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear/report"
@@ -64,7 +66,7 @@ type Replayed struct {
 	Kind  string // "program", "scheduled program", "fuzz input", "history"
 	Queue string // the queue judged (a history names its own)
 	// Finding is the broken promise (nil: the case held).
-	Finding *program.Finding
+	Finding *verdict.Finding
 	// Trace is the program as it ran, with the queue's answers (programs).
 	Trace string
 	// History is a saved history's verdict.

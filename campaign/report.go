@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear/report"
 	"pgqcheck/model"
@@ -146,15 +148,15 @@ type Failure struct {
 	Flaky          bool    `json:"flaky,omitempty"`      // the failing run did not fail again when replayed
 
 	foundAt time.Time        // when the first failing run ended
-	finding *program.Finding // the engine's finding, in this process
+	finding *verdict.Finding // the engine's finding, in this process
 }
 
 // Finding is the engine's finding behind a failure found in this process (nil for one read
 // back from a report).
-func (f *Failure) Finding() *program.Finding { return f.finding }
+func (f *Failure) Finding() *verdict.Finding { return f.finding }
 
 // newFailure records a finding of a mode's round.
-func newFailure(f *program.Finding, mode string, worker, round int, seed uint64) *Failure {
+func newFailure(f *verdict.Finding, mode string, worker, round int, seed uint64) *Failure {
 	p := f.Property()
 	prog := ""
 	if f.Program != nil {
@@ -227,7 +229,7 @@ func (r *Report) fillProperties(checked []model.Property) {
 			ps.Status, ps.ExercisedBy = StatusNotJudged, ps.ExercisedBy+"; "+sh.NotJudged(p)
 		case !sh.Promised(p) && ps.Status != StatusViolated && ps.Status != StatusNotChecked:
 			ps.Status = StatusNotPromised
-			ps.Exercised, ps.ExercisedBy = r.Counts.NotPromised, program.NotPromisedWhat(p, int(r.Counts.NotPromised))+" observed (the queue declares it does not fence completions)"
+			ps.Exercised, ps.ExercisedBy = r.Counts.NotPromised, verdict.NotPromisedWhat(p, int(r.Counts.NotPromised))+" observed (the queue declares it does not fence completions)"
 		}
 		r.Properties = append(r.Properties, ps)
 	}

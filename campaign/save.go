@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/corpus"
 	"pgqcheck/fuzz"
 	"pgqcheck/hunt"
@@ -55,7 +57,7 @@ func (s *Saver) savedPrograms() []string {
 // keepProgram saves a finding's program under testdata/programs/found, where TestPropPrograms
 // replays it on every `go test`, and a campaign's start replays it on the queue it judges. The
 // header's mode says which engine replays it.
-func (s *Saver) keepProgram(fl *Failure, f *program.Finding, q *sut.Queue) error {
+func (s *Saver) keepProgram(fl *Failure, f *verdict.Finding, q *sut.Queue) error {
 	if !s.keeps() || f.Program == nil {
 		return nil
 	}
@@ -102,7 +104,7 @@ func (s *Saver) keepFuzzInput(fl *Failure, data []byte, q *sut.Queue) error {
 
 // keepHistory saves a stress failure's history under testdata/histories, marked with the
 // property it breaks, where TestLinearHistories re-checks it on every `go test`.
-func (s *Saver) keepHistory(fl *Failure, f *program.Finding, q *sut.Queue) error {
+func (s *Saver) keepHistory(fl *Failure, f *verdict.Finding, q *sut.Queue) error {
 	if !s.keeps() || f.ReportDir == "" {
 		return nil
 	}

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/linear/schedule"
 	"pgqcheck/model"
 	"pgqcheck/program"
@@ -73,7 +75,7 @@ func (r *Replayer) Trace() string { return r.trace }
 
 // Replay runs one case against the queue: nil when it held, the finding when it failed, an
 // error when the harness did.
-func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Finding, error) {
+func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*verdict.Finding, error) {
 	if p.Mode() == program.Scheduled {
 		// The sequential sessions end what they hold first: a claim of a queue whose claims hold
 		// a transaction would keep the scheduler's reset waiting for its row lock.
@@ -106,7 +108,7 @@ func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*program.Fin
 	case !errors.As(err, &v):
 		return nil, err
 	}
-	return &program.Finding{Violation: v, Queue: r.In.Queue.Name, Source: r.In.Queue.Source, Mode: program.Sequential,
+	return &verdict.Finding{Violation: v, Queue: r.In.Queue.Name, Source: r.In.Queue.Source, Mode: program.Sequential,
 		Program: p, Trace: r.trace, Model: env.Model.String()}, nil
 }
 
@@ -125,7 +127,7 @@ func (r *Replayer) Close() {
 // Save keeps a finding's program in root's found/ folder, where every later `go test` replays
 // it, with a header saying where and when it was found. A program already there is not saved
 // twice: fresh is false and path is the existing file.
-func Save(root string, f *program.Finding, foundBy string) (path string, fresh bool, err error) {
+func Save(root string, f *verdict.Finding, foundBy string) (path string, fresh bool, err error) {
 	p := &program.Program{Header: map[string]string{}, Ops: f.Program.Ops}
 	for k, v := range f.Program.Header {
 		p.Header[k] = v

@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/fuzz"
 	"pgqcheck/internal/testflags"
 	"pgqcheck/linear/schedule"
 	"pgqcheck/mutant"
-	"pgqcheck/program"
 	"pgqcheck/sequential"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
@@ -63,14 +64,14 @@ func TestScheduledCorpus(t *testing.T) {
 			path := filepath.Join(fuzz.ScheduledCorpusDir, "mutant-"+m.Name)
 			in := suttest.Install(t, m.Queue)
 			cfg := schedule.Config{Name: m.Name, ReportDir: t.TempDir()}
-			replay := func() (*program.Finding, error) {
+			replay := func() (*verdict.Finding, error) {
 				data, err := fuzz.ReadInputFile(path)
 				if err != nil {
 					return nil, err
 				}
 				return schedule.ReplayInput(ctx, in, t.Name(), cfg, data)
 			}
-			var f *program.Finding
+			var f *verdict.Finding
 			var err error
 			m.Retry(func() bool { f, err = replay(); return err != nil || f != nil })
 			if *updateCorpus && (err != nil || f == nil) {

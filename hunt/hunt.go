@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgregory.net/rapid"
 
 	"pgqcheck/corpus"
@@ -153,7 +155,7 @@ type Sequential struct {
 	RealTime bool
 	// NotPromised, when set, is offered what the queue did that it does not promise, once a
 	// search saw it: reduce makes its finding, at a cost the caller may decline.
-	NotPromised func(reduce func() *program.Finding)
+	NotPromised func(reduce func() *verdict.Finding)
 
 	env  *sequential.Env
 	name string
@@ -175,7 +177,7 @@ func NewSequential(ctx context.Context, in *sut.Installed) (*Sequential, error) 
 
 // CatchOnly keeps a failure's program as rapid left it: the kill table only needs the catch,
 // and reducing a program with real pauses costs seconds per mutant.
-func (e *Sequential) CatchOnly() { e.reduce = program.NoReduction }
+func (e *Sequential) CatchOnly() { e.reduce = verdict.NoReduction }
 
 func (e *Sequential) Close() {
 	e.replay.Close()
@@ -189,7 +191,7 @@ func (e *Sequential) Reset(ctx context.Context) error { return e.env.Reset(ctx) 
 // Search runs the state machine (with real-time leases when RealTime is set) under rapid,
 // counting the operations into tally as they run. On a failure it returns the reduced finding;
 // an error is the harness failing, or a failure that does not reproduce.
-func (e *Sequential) Search(ctx context.Context, rs Settings, tally Counter) (*program.Finding, Stats, error) {
+func (e *Sequential) Search(ctx context.Context, rs Settings, tally Counter) (*verdict.Finding, Stats, error) {
 	env := e.env
 	search := sequential.NewSeqSearch(env, e.RealTime)
 	_, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
@@ -208,7 +210,7 @@ func (e *Sequential) Search(ctx context.Context, rs Settings, tally Counter) (*p
 		})
 	})
 	if len(env.NotPromised) > 0 && e.NotPromised != nil {
-		e.NotPromised(func() *program.Finding {
+		e.NotPromised(func() *verdict.Finding {
 			return sequential.ReduceNotPromised(ctx, env, env.NotPromised[0], e.reduce)
 		})
 	}
@@ -233,7 +235,7 @@ func (e *Sequential) Search(ctx context.Context, rs Settings, tally Counter) (*p
 // scheduled ones on concurrent sessions (corpus.Replayer). It returns the finding when a
 // property breaks, and the program as it ran, with the queue's answers, either way; an error
 // is the harness failing.
-func (e *Sequential) Replay(ctx context.Context, p *program.Program) (*program.Finding, string, error) {
+func (e *Sequential) Replay(ctx context.Context, p *program.Program) (*verdict.Finding, string, error) {
 	f, err := e.replay.Replay(ctx, p)
 	return f, e.replay.Trace(), err
 }
@@ -259,7 +261,7 @@ func (e *Scheduled) Close() { e.s.Close() }
 // Search runs scheduled mode under rapid, each run one concurrent history checked. On a failure
 // the failing run's program is reduced (the one reducer) when shrink is set, and returned as a
 // finding whose program replays it.
-func (e *Scheduled) Search(ctx context.Context, rs Settings, tally Counter, shrink bool) (*program.Finding, Stats, error) {
+func (e *Scheduled) Search(ctx context.Context, rs Settings, tally Counter, shrink bool) (*verdict.Finding, Stats, error) {
 	out, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
 		defer func() {
 			if !failed() { // shrinking runs repeat what was counted
@@ -287,7 +289,7 @@ func (e *Scheduled) Search(ctx context.Context, rs Settings, tally Counter, shri
 
 // ReplayFuzzInput runs one scheduled run from a FuzzScheduled input file's choices; a failing
 // run's report folder goes into reportDir.
-func ReplayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir string) (*program.Finding, error) {
+func ReplayFuzzInput(ctx context.Context, in *sut.Installed, path, reportDir string) (*verdict.Finding, error) {
 	data, err := fuzz.ReadInputFile(path)
 	if err != nil {
 		return nil, err
@@ -305,9 +307,9 @@ type StressOutcome struct {
 	Counts    program.Counts
 	Measures  *timeline.Measures
 	ReportDir string // the folder with its measures page: passDir, or a failure's own
-	Finding   *program.Finding
+	Finding   *verdict.Finding
 	// NotPromised is the first thing the run saw the queue do that it does not promise.
-	NotPromised *program.Finding
+	NotPromised *verdict.Finding
 	Crashes     []stress.CrashRound // its crash rounds, when it crashed the server
 }
 
@@ -321,7 +323,7 @@ func Stress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration
 	}
 	o := &StressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Measures: res.Measures, ReportDir: res.ReportDir, Crashes: res.Crashes}
 	if np := res.Verdict.NotPromised; len(np) > 0 {
-		o.NotPromised = &program.Finding{Violation: np[0], Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir}
+		o.NotPromised = &verdict.Finding{Violation: np[0], Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir}
 	}
 	if !res.Failed() {
 		return o, nil
@@ -330,7 +332,7 @@ func Stress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration
 	if v.Violation == nil {
 		return o, fmt.Errorf("stress seed %d: %s", res.Seed, textfmt.OneLine(v.String()))
 	}
-	o.Finding = &program.Finding{Violation: v.Violation, Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress,
+	o.Finding = &verdict.Finding{Violation: v.Violation, Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress,
 		Trace: v.Explanation, ReportDir: res.ReportDir}
 	return o, nil
 }

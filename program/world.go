@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"pgqcheck/dbtime"
+
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/sut"
@@ -133,13 +135,13 @@ type World struct {
 	payloads      int
 	// Clock is the run's database time, which every statement's window is counted in (a
 	// concurrent run's recorder shares it).
-	Clock *sut.DBClock
+	Clock *dbtime.Clock
 }
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
 	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, ClaimsAlone: q.ClaimsAlone, FixedLease: q.FixedLease, Lease: LongLease,
-		Life: q.Shape().Life, Clock: &sut.DBClock{}}
+		Life: q.Shape().Life, Clock: &dbtime.Clock{}}
 	if q.FixedLease != 0 {
 		w.Lease = q.FixedLease
 	}

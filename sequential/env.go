@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
@@ -35,7 +37,7 @@ type Env struct {
 	// NotPromised holds what the queue did that it does not promise (a stale completion of an
 	// at-least-once queue), each with the program that showed it, until the caller clears it
 	// (Reset does not).
-	NotPromised []*program.Finding
+	NotPromised []*verdict.Finding
 	unpromised  *model.Violation // the current step's, until the step is traced
 
 	answers []string // the current operation's program.Answers
@@ -164,7 +166,7 @@ func (e *Env) Step(ctx context.Context, op program.Op) error {
 	if v := e.unpromised; v != nil {
 		e.unpromised = nil
 		e.Counts.NotPromised++
-		e.NotPromised = append(e.NotPromised, &program.Finding{Violation: v, Queue: e.In.Queue.Name, Source: e.In.Queue.Source, Mode: program.Sequential,
+		e.NotPromised = append(e.NotPromised, &verdict.Finding{Violation: v, Queue: e.In.Queue.Name, Source: e.In.Queue.Source, Mode: program.Sequential,
 			Program: &program.Program{Header: map[string]string{}, Ops: e.Executed()}, Trace: e.Program(), Model: e.Model.String()})
 	}
 	if err == nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"pgqcheck/verdict"
+
 	"pgregory.net/rapid"
 
 	"pgqcheck/generate"
@@ -70,7 +72,7 @@ func Fail(t *rapid.T, e *Env, err error) {
 	if errors.As(err, &v) {
 		p = v.Property
 	}
-	program.FailProperty(t, p, Report(e, err))
+	verdict.FailProperty(t, p, Report(e, err))
 }
 
 // Report is the failure text: the verdict, the numbered program with the queue's answers, and

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/model"
 	"pgqcheck/program"
 )
@@ -30,7 +32,7 @@ func Replay(ctx context.Context, e *Env, ops []program.Op) error {
 // ReduceSequential reduces a sequential program on env, and leaves env holding the reduced
 // run, so its trace is what gets reported.
 func ReduceSequential(ctx context.Context, e *Env, ops []program.Op, budget time.Duration) ([]program.Op, error) {
-	ops, _ = program.Reduce(ctx, ops, budget, func(ops []program.Op) error { return Replay(ctx, e, ops) })
+	ops, _ = verdict.Reduce(ctx, ops, budget, func(ops []program.Op) error { return Replay(ctx, e, ops) })
 	return ops, Replay(ctx, e, ops)
 }
 
@@ -51,8 +53,8 @@ func replayNotPromised(ctx context.Context, e *Env, ops []program.Op) error {
 // ReduceNotPromised reduces the program of a not-promised finding as a failure's program is
 // reduced (whole operations, for as long as the rest still shows it), and returns it with the
 // reduced program's trace. It leaves env's NotPromised empty.
-func ReduceNotPromised(ctx context.Context, e *Env, f *program.Finding, budget time.Duration) *program.Finding {
-	ops, _ := program.Reduce(ctx, f.Program.Ops, budget, func(ops []program.Op) error { return replayNotPromised(ctx, e, ops) })
+func ReduceNotPromised(ctx context.Context, e *Env, f *verdict.Finding, budget time.Duration) *verdict.Finding {
+	ops, _ := verdict.Reduce(ctx, f.Program.Ops, budget, func(ops []program.Op) error { return replayNotPromised(ctx, e, ops) })
 	err := replayNotPromised(ctx, e, ops) // env then holds the reduced run, whose trace is reported
 	var v *model.Violation
 	out := *f

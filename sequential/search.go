@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgregory.net/rapid"
 
 	"pgqcheck/internal/rapidrun"
@@ -17,9 +19,9 @@ import (
 // FindingOf turns the failing run env holds (rapid's final replay of its shrunk case) into a
 // Finding, after reducing its program within budget. It returns nil when the failure is the
 // harness's rather than the queue's.
-func FindingOf(ctx context.Context, env *Env, budget time.Duration) *program.Finding {
+func FindingOf(ctx context.Context, env *Env, budget time.Duration) *verdict.Finding {
 	ops, err := ReduceSequential(ctx, env, env.Executed(), budget)
-	f := &program.Finding{Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: program.Sequential}
+	f := &verdict.Finding{Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: program.Sequential}
 	var v *model.Violation
 	switch {
 	case errors.As(err, &v):
@@ -40,7 +42,7 @@ func FindingOf(ctx context.Context, env *Env, budget time.Duration) *program.Fin
 // Search runs the Prop property on env outside `go test` (the mutants' tests), with rapid's
 // usual checks and shrinking, then reduces the failure within reduce. It returns nil when every
 // check passed, an error when the harness rather than the queue failed.
-func Search(ctx context.Context, env *Env, name string, realTime bool, reduce time.Duration) (*program.Finding, error) {
+func Search(ctx context.Context, env *Env, name string, realTime bool, reduce time.Duration) (*verdict.Finding, error) {
 	s := NewSeqSearch(env, realTime)
 	out, failed := rapidrun.Check(name, func(t *rapid.T) { s.Run(ctx, t, nil) })
 	if !failed {
@@ -61,7 +63,7 @@ type SeqSearch struct {
 	runs     int
 	failedAt int              // the first failing run, counted from 1; 0 while every run passed
 	firstOps []program.Op     // that run's operations
-	first    *program.Finding // what that run broke, unreduced; nil when it failed in the harness
+	first    *verdict.Finding // what that run broke, unreduced; nil when it failed in the harness
 }
 
 // NewSeqSearch prepares a search on env, with leases that end by themselves and real pauses
@@ -99,7 +101,7 @@ func (s *SeqSearch) Run(ctx context.Context, t *rapid.T, wrap func(action func(*
 // check lands first past a lease's edge, and what the first run saw is a broken promise all the
 // same, since the model judges only by measured windows. Those are marked Flaky. Finding is nil
 // when no run broke a property: the harness failed (env.Last says how when it was the last run).
-func (s *SeqSearch) Finding(ctx context.Context, reduce time.Duration) *program.Finding {
+func (s *SeqSearch) Finding(ctx context.Context, reduce time.Duration) *verdict.Finding {
 	env := s.env
 	f := FindingOf(ctx, env, reduce)
 	if (f == nil || f.Flaky) && s.firstOps != nil {
@@ -120,13 +122,13 @@ func (s *SeqSearch) Finding(ctx context.Context, reduce time.Duration) *program.
 }
 
 // Unreduced is the failing run env holds, as it ran: nil when it broke no property.
-func Unreduced(env *Env) *program.Finding {
+func Unreduced(env *Env) *verdict.Finding {
 	var v *model.Violation
 	if !errors.As(env.Last, &v) {
 		return nil
 	}
 	p := &program.Program{Header: map[string]string{}, Ops: env.Executed()}
 	p.SetVerdict(v)
-	return &program.Finding{Violation: v, Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: program.Sequential,
+	return &verdict.Finding{Violation: v, Queue: env.In.Queue.Name, Source: env.In.Queue.Source, Mode: program.Sequential,
 		Program: p, Trace: env.Program(), Model: env.Model.String()}
 }

@@ -1,27 +1,12 @@
-// Package sut is the system under test: a queue given as SQL files that follow the contract
-// below, the code that installs it into a database of its own, and a client that runs its
+// Package sut is the system under test: a queue given as SQL files that follow the contract,
+// the code that installs it into a database of its own, and a client that runs its
 // statements and turns their answers into the model's vocabulary.
 //
-// The contract (one statement per file, except schema.sql):
-//
-//	schema.sql    none; run once in a fresh database         nothing
-//	enqueue.sql   $1 payload (jsonb)                          one row: id
-//	claim.sql     $1 lease length (interval)                  zero or one row: id, generation
-//	complete.sql  $1 id, $2 generation                        one row: rows completed (0 or 1)
-//	expire.sql    $1 id                                       nothing
-//	snapshot.sql  none                                        every job: id, state, generation, lease_live
-//	lock.sql      $1 id (optional)                            locks that job's row FOR UPDATE
-//	rescue.sql    none (optional)                             the ids of the running jobs it took
-//	fail.sql      $1 id, $2 generation, retryable, error      one row: rows changed (0 or 1)
-//	renew.sql     $1 id, $2 generation, lease (optional)      one row: rows changed (0 or 1)
-//	effect.sql    $1 id (optional, with effects.sql)          writes the job's business effect
-//	effects.sql   none                                        every job with effects: id, count
-//	reset.sql     none (optional)                             rebuilds what the reset emptied
-//	queue.json    optional: what the queue declares about itself (see Declared)
-//
-// enqueue.sql may take a run-at delay (interval) as $2, and claim.sql its lease in whole
-// seconds (an integer). With fail.sql the snapshot adds attempts and the kept error text, and
-// its state may be dead (see lifecycle.go).
+// The contract is one statement per file (schema.sql may hold many): each file's parameters
+// and answer are its line in contractLines, which the errors on a folder quote, and
+// docs/contract.md is the reference. Files beyond the core are optional (lock.sql, rescue.sql,
+// the lifecycle's fail.sql and renew.sql, effect.sql with effects.sql, reset.sql), as is
+// queue.json, what the queue declares about itself (see Declared).
 //
 // The forms a queue may declare (queue.json, or the presence of a file) change the contract's
 // shape only at the edges: the client translates them (opaque ids to numbers in enqueue order,
@@ -234,13 +219,13 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 		if err != nil {
 			problem := "cannot be read: " + err.Error()
 			if errors.Is(err, fs.ErrNotExist) {
-				problem = "missing; the contract needs this file (" + contractLine(f.file) + ")"
+				problem = "missing; the contract needs this file (" + contractLines[f.file] + ")"
 			}
 			return nil, &ContractError{source, f.file, problem}
 		}
 		text := strings.TrimSpace(string(b))
 		if text == "" {
-			return nil, &ContractError{source, f.file, "empty; the contract expects " + contractLine(f.file)}
+			return nil, &ContractError{source, f.file, "empty; the contract expects " + contractLines[f.file]}
 		}
 		if f.file != FileSchema {
 			text = strings.TrimSpace(strings.TrimSuffix(text, ";"))
@@ -263,7 +248,7 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 	}
 	q.locks, q.rescues = q.Lock != "", q.Rescue != ""
 	if q.Shape().RescueOnly && !q.CanRescue() {
-		return nil, &ContractError{source, FileRescue, "missing; queue.json declares \"reclaim\": \"rescue\", so the queue needs the step that makes expired jobs ready (" + contractLine(FileRescue) + ")"}
+		return nil, &ContractError{source, FileRescue, "missing; queue.json declares \"reclaim\": \"rescue\", so the queue needs the step that makes expired jobs ready (" + contractLines[FileRescue] + ")"}
 	}
 	if err := q.lifecycleFiles(lifeKey); err != nil {
 		return nil, err
@@ -375,36 +360,21 @@ func stripComments(s string) string {
 	return b.String()
 }
 
-func contractLine(file string) string {
-	switch file {
-	case FileSchema:
-		return "DDL run once in a fresh database"
-	case FileEnqueue:
-		return "$1 payload (jsonb) -> one row: id"
-	case FileClaim:
-		return "$1 lease length (interval) -> zero or one row: id, generation"
-	case FileComplete:
-		return "$1 id, $2 generation -> one row, one column: rows completed (0 or 1)"
-	case FileExpire:
-		return "$1 id -> nothing; moves that job's lease into the past"
-	case FileSnapshot:
-		return "no parameters -> every job: id, state, generation, lease_live (bool), ordered by id"
-	case FileLock:
-		return "$1 id -> locks that job's row FOR UPDATE"
-	case FileRescue:
-		return "no parameters -> one row per job it took: id"
-	case FileFail:
-		return "$1 id, $2 generation (or the claim's tokens), then retryable (boolean), error text -> one row, one column: rows changed (0 or 1)"
-	case FileRenew:
-		return "$1 id, $2 generation (or the claim's tokens), then the lease (interval) -> one row, one column: rows changed (0 or 1)"
-	case FileEffect:
-		return "$1 id -> writes that job's business effect, in the completion's transaction"
-	case FileEffects:
-		return "no parameters -> one row per job with effects: id, count"
-	case FileReset:
-		return "no parameters -> rebuilds the state the reset's TRUNCATE emptied"
-	}
-	return ""
+// contractLines is each file's contract: its parameters, then what it answers.
+var contractLines = map[string]string{
+	FileSchema:   "DDL run once in a fresh database",
+	FileEnqueue:  "$1 payload (jsonb) -> one row: id",
+	FileClaim:    "$1 lease length (interval) -> zero or one row: id, generation",
+	FileComplete: "$1 id, $2 generation -> one row, one column: rows completed (0 or 1)",
+	FileExpire:   "$1 id -> nothing; moves that job's lease into the past",
+	FileSnapshot: "no parameters -> every job: id, state, generation, lease_live (bool), ordered by id",
+	FileLock:     "$1 id -> locks that job's row FOR UPDATE",
+	FileRescue:   "no parameters -> one row per job it took: id",
+	FileFail:     "$1 id, $2 generation (or the claim's tokens), then retryable (boolean), error text -> one row, one column: rows changed (0 or 1)",
+	FileRenew:    "$1 id, $2 generation (or the claim's tokens), then the lease (interval) -> one row, one column: rows changed (0 or 1)",
+	FileEffect:   "$1 id -> writes that job's business effect, in the completion's transaction",
+	FileEffects:  "no parameters -> one row per job with effects: id, count",
+	FileReset:    "no parameters -> rebuilds the state the reset's TRUNCATE emptied",
 }
 
 // Dir is the queue's folder, or "" for a built-in queue or one written in Go.

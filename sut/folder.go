@@ -385,7 +385,7 @@ func (f *folder) checkParams(s shape, oids []uint32) error {
 			}
 		}
 	default:
-		passes = fmt.Sprintf("%d (%s)", want, contractLine(s.file))
+		passes = fmt.Sprintf("%d (%s)", want, contractLines[s.file])
 	}
 	return &ContractError{f.q.Source, s.file, fmt.Sprintf("takes %s parameters; the contract passes %s", got, passes)}
 }

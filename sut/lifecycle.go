@@ -101,17 +101,17 @@ func (q *Queue) lifecycleFiles(lifeKey string) error {
 	lc.On, lc.Renews, lc.Effects = q.Fail != "", q.Renew != "", q.Effect != "" && q.Effects != ""
 	switch {
 	case lifeKey != "" && !lc.On:
-		return &ContractError{q.Source, FileFail, fmt.Sprintf("missing; queue.json declares %q, which speaks of failed attempts (%s)", lifeKey, contractLine(FileFail))}
+		return &ContractError{q.Source, FileFail, fmt.Sprintf("missing; queue.json declares %q, which speaks of failed attempts (%s)", lifeKey, contractLines[FileFail])}
 	case q.Effect != "" && q.Effects == "":
-		return &ContractError{q.Source, FileEffects, "missing; effect.sql writes business effects, and the suite counts them with effects.sql (" + contractLine(FileEffects) + ")"}
+		return &ContractError{q.Source, FileEffects, "missing; effect.sql writes business effects, and the suite counts them with effects.sql (" + contractLines[FileEffects] + ")"}
 	case q.Effects != "" && q.Effect == "":
-		return &ContractError{q.Source, FileEffect, "missing; effects.sql counts business effects, which effect.sql writes (" + contractLine(FileEffect) + ")"}
+		return &ContractError{q.Source, FileEffect, "missing; effects.sql counts business effects, which effect.sql writes (" + contractLines[FileEffect] + ")"}
 	case lc.WorkerLease && !lc.Renews:
 		return &ContractError{q.Source, FileRenew, "missing; queue.json declares \"lease_owner\": \"worker\", whose heartbeat renews the worker's leases ($1 worker name, $2 lease -> one row per job it extended: id)"}
 	case lc.LapsesCount && !q.Shape().RescueOnly:
 		return &ContractError{q.Source, FileConfig, "a lapsed lease counts as an attempt here, so declare \"reclaim\": \"rescue\": the rescue step decides whether a lapsed job is retried or dead"}
 	case lc.RescueBackoff && !q.CanRescue():
-		return &ContractError{q.Source, FileRescue, "missing; queue.json declares \"rescue_backoff\", which is the rescue step's (" + contractLine(FileRescue) + ")"}
+		return &ContractError{q.Source, FileRescue, "missing; queue.json declares \"rescue_backoff\", which is the rescue step's (" + contractLines[FileRescue] + ")"}
 	}
 	return nil
 }

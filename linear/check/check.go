@@ -5,9 +5,10 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/linear/history"
 	"pgqcheck/model"
-	"pgqcheck/program"
 )
 
 // Verdict is what the checks concluded about a history.
@@ -39,7 +40,7 @@ func (v *Verdict) String() string {
 			s += "; " + v.Accounting.String()
 		}
 		if n := len(v.NotPromised); n > 0 {
-			s += fmt.Sprintf("; not promised: %d %s observed (%s)", n, program.NotPromisedWhat(v.NotPromised[0].Property, n), v.NotPromised[0].Detail)
+			s += fmt.Sprintf("; not promised: %d %s observed (%s)", n, verdict.NotPromisedWhat(v.NotPromised[0].Property, n), v.NotPromised[0].Detail)
 		}
 		return s
 	}

@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"pgqcheck/dbtime"
+
 	"pgqcheck/model"
-	"pgqcheck/sut"
 )
 
 // Recorder collects a history from many goroutines on one clock.
@@ -16,7 +17,7 @@ type Recorder struct {
 	logical bool
 	last    atomic.Int64
 	// DB is the run's database time: every operation's window is counted from its origin.
-	DB *sut.DBClock
+	DB *dbtime.Clock
 
 	mu       sync.Mutex
 	ops      []Op
@@ -30,7 +31,7 @@ type Recorder struct {
 // same sequence of events always gets the same timestamps (scheduled mode); otherwise it is
 // monotonic nanoseconds since the recorder started.
 func NewRecorder(logical bool) *Recorder {
-	return &Recorder{base: time.Now(), logical: logical, DB: &sut.DBClock{}}
+	return &Recorder{base: time.Now(), logical: logical, DB: &dbtime.Clock{}}
 }
 
 // Now returns a timestamp strictly greater than every one returned before, so that a call is

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"pgqcheck/dbtime"
+
 	"pgqcheck/faultproxy"
 	"pgqcheck/linear/history"
 	"pgqcheck/sut"
@@ -37,7 +39,7 @@ type Client struct {
 	connections atomic.Int32 // connections so far; the chaos goroutine reads it to name its targets
 	pid         atomic.Uint32
 
-	db *sut.DBClock // the database time of an unrecorded run
+	db *dbtime.Clock // the database time of an unrecorded run
 
 	// proxy, when set, carries every connection of the client, and link is the current one,
 	// on which faults are armed (proxy.go).
@@ -200,12 +202,12 @@ func (c *Client) CancelIdle(ctx context.Context) error {
 }
 
 // Clock is the database time the client's windows are counted in: its recorder's.
-func (c *Client) Clock() *sut.DBClock {
+func (c *Client) Clock() *dbtime.Clock {
 	if c.rec != nil {
 		return c.rec.DB
 	}
 	if c.db == nil {
-		c.db = &sut.DBClock{}
+		c.db = &dbtime.Clock{}
 	}
 	return c.db
 }

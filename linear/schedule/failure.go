@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear/check"
 	"pgqcheck/linear/history"
@@ -34,19 +36,19 @@ func (r *scheduledRun) harnessFailed(err error) {
 // fail writes the report and stops the run. Each property fails from its own line, so that
 // rapid's shrinker, which keeps only candidates that fail with the same stack, shrinks toward
 // the same broken promise.
-func (r *scheduledRun) fail(v *model.Violation, verdict *check.Verdict, h *history.History) {
+func (r *scheduledRun) fail(v *model.Violation, checked *check.Verdict, h *history.History) {
 	r.t.Helper()
-	f := &program.Finding{Violation: v, Queue: r.scheduler.in.Queue.Name, Source: r.scheduler.in.Queue.Source, Mode: program.Scheduled,
+	f := &verdict.Finding{Violation: v, Queue: r.scheduler.in.Queue.Name, Source: r.scheduler.in.Queue.Source, Mode: program.Scheduled,
 		Program: r.asProgram(v), Trace: r.listing()}
 	if v == nil {
-		f.Violation = model.Violate(model.PLinearizable, "%s", verdict)
+		f.Violation = model.Violate(model.PLinearizable, "%s", checked)
 	}
 	if r.choices != nil {
 		f.FuzzInput = append([]byte(nil), r.choices.log().bytes...)
 	}
 	dir, err := report.FixedDir(r.scheduler.cfg.ReportDir, "scheduled-"+r.scheduler.cfg.Name)
 	if err == nil {
-		err = report.Write(dir, h, verdict)
+		err = report.Write(dir, h, checked)
 	}
 	if err == nil {
 		err = f.Program.WriteFile(filepath.Join(dir, report.ProgramFile))
@@ -56,8 +58,8 @@ func (r *scheduledRun) fail(v *model.Violation, verdict *check.Verdict, h *histo
 	}
 	var b strings.Builder
 	b.WriteString(f.String())
-	if verdict.Explanation != "" {
-		b.WriteString(verdict.Explanation)
+	if checked.Explanation != "" {
+		b.WriteString(checked.Explanation)
 	}
 	if err != nil {
 		fmt.Fprintf(&b, "(no report: %s)\n", textfmt.OneLine(err.Error()))
@@ -70,7 +72,7 @@ func (r *scheduledRun) fail(v *model.Violation, verdict *check.Verdict, h *histo
 	if r.choices != nil {
 		r.scheduler.lastMarks = r.choices.log().marks
 	}
-	program.FailProperty(r.t, f.Property(), b.String())
+	verdict.FailProperty(r.t, f.Property(), b.String())
 }
 
 // asProgram is what ran, as a scheduled program that replays it.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/faultproxy"
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/record"
@@ -16,7 +18,7 @@ import (
 // resolve against, its history and its trace.
 type scheduledRun struct {
 	scheduler *Scheduler
-	t         program.Failer
+	t         verdict.Failer
 	choices   chooser // nil when a saved program is replayed: nothing is drawn
 	rec       *history.Recorder
 	world     *program.World

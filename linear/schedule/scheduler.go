@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"pgqcheck/verdict"
+
 	"pgregory.net/rapid"
 
 	"pgqcheck/faultproxy"
@@ -25,7 +27,7 @@ type Scheduler struct {
 	cfg     Config
 	clients []*record.Client
 	proxy   *faultproxy.Proxy // every session connects through it, for the drawn proxy faults
-	last    *program.Finding  // the last failing run's
+	last    *verdict.Finding  // the last failing run's
 	// lastMarks locate the last failing run's choices in its fuzz input, for ShrinkInput.
 	lastMarks []mark
 	// trace is the last run's interleaving with the queue's answers, held or not.
@@ -49,7 +51,7 @@ func NewScheduler(ctx context.Context, in *sut.Installed, cfg Config) *Scheduler
 // Last is the last failing run's finding: after a rapid search, the shrunk failure's (rapid
 // ends by replaying it), or, when that replay held, the last run that failed. Nil when no run
 // failed.
-func (s *Scheduler) Last() *program.Finding { return s.last }
+func (s *Scheduler) Last() *verdict.Finding { return s.last }
 
 // Close ends every session, whatever it was doing, and the fault proxy.
 func (s *Scheduler) Close() {
@@ -67,15 +69,15 @@ func (s *Scheduler) Property(t *rapid.T) { s.run(t, &rapidChoices{t: t}, nil) }
 
 // RunBytes is one run of scheduled mode whose choices come from data (FuzzScheduled's input),
 // one byte a choice, as Property's would come from rapid. It fails t with the broken property.
-func (s *Scheduler) RunBytes(t program.Failer, data []byte) { s.run(t, &byteChoices{data: data}, nil) }
+func (s *Scheduler) RunBytes(t verdict.Failer, data []byte) { s.run(t, &byteChoices{data: data}, nil) }
 
 // RunProgram runs a saved scheduled program: its lines are the interleaving. It fails t with
 // the broken property.
-func (s *Scheduler) RunProgram(t program.Failer, p *program.Program) { s.run(t, nil, p) }
+func (s *Scheduler) RunProgram(t verdict.Failer, p *program.Program) { s.run(t, nil, p) }
 
 // run is one scheduled run: a program drawn through c, or a saved one replayed (c nil), then
 // the drain and the checks. It fails t with the broken property.
-func (s *Scheduler) run(t program.Failer, c chooser, saved *program.Program) {
+func (s *Scheduler) run(t verdict.Failer, c chooser, saved *program.Program) {
 	t.Helper()
 	var d *drawnProgram
 	n := 0

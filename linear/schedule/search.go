@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"pgqcheck/verdict"
+
 	"pgregory.net/rapid"
 
 	"pgqcheck/internal/rapidrun"
@@ -18,7 +20,7 @@ import (
 // Search runs scheduled mode outside `go test`, with rapid's usual checks and
 // shrinking. It returns nil when every check passed; an error when the harness failed rather
 // than the queue. The sessions it opens are closed before it returns.
-func Search(ctx context.Context, in *sut.Installed, name string, cfg Config) (*program.Finding, error) {
+func Search(ctx context.Context, in *sut.Installed, name string, cfg Config) (*verdict.Finding, error) {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
 	out, failed := rapidrun.Check(name, s.Property)
@@ -27,7 +29,7 @@ func Search(ctx context.Context, in *sut.Installed, name string, cfg Config) (*p
 
 // outcome is what a run outside `go test` came to: the last failing run's finding (rapid ends
 // by replaying its shrunk case), or the harness's failure.
-func (s *Scheduler) outcome(out string, failed bool) (*program.Finding, error) {
+func (s *Scheduler) outcome(out string, failed bool) (*verdict.Finding, error) {
 	switch {
 	case !failed:
 		return nil, nil
@@ -39,19 +41,19 @@ func (s *Scheduler) outcome(out string, failed bool) (*program.Finding, error) {
 
 // ReplayInput runs scheduled mode once, outside `go test`, with the choices of a FuzzScheduled
 // input. It returns nil when the run held.
-func ReplayInput(ctx context.Context, in *sut.Installed, name string, cfg Config, data []byte) (*program.Finding, error) {
+func ReplayInput(ctx context.Context, in *sut.Installed, name string, cfg Config, data []byte) (*verdict.Finding, error) {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
 	return s.replayInput(name, data)
 }
 
-func (s *Scheduler) replayInput(name string, data []byte) (*program.Finding, error) {
+func (s *Scheduler) replayInput(name string, data []byte) (*verdict.Finding, error) {
 	return s.outcome(rapidrun.Run(name, func(t rapid.TB) { s.RunBytes(t, data) }))
 }
 
 // ReplayProgram runs a saved scheduled program once, outside `go test`. It returns nil when
 // the run held.
-func ReplayProgram(ctx context.Context, in *sut.Installed, cfg Config, p *program.Program) (*program.Finding, error) {
+func ReplayProgram(ctx context.Context, in *sut.Installed, cfg Config, p *program.Program) (*verdict.Finding, error) {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
 	return s.replayProgram(p)
@@ -59,19 +61,19 @@ func ReplayProgram(ctx context.Context, in *sut.Installed, cfg Config, p *progra
 
 // ReplayProgram runs a saved scheduled program once, outside `go test`, on s's sessions: nil
 // when the run held (Trace then shows what it did).
-func (s *Scheduler) ReplayProgram(p *program.Program) (*program.Finding, error) {
+func (s *Scheduler) ReplayProgram(p *program.Program) (*verdict.Finding, error) {
 	return s.replayProgram(p)
 }
 
-func (s *Scheduler) replayProgram(p *program.Program) (*program.Finding, error) {
+func (s *Scheduler) replayProgram(p *program.Program) (*verdict.Finding, error) {
 	s.trace = ""
 	return s.outcome(rapidrun.Run("replay", func(t rapid.TB) { s.RunProgram(t, p) }))
 }
 
 // Reduce removes every operation of a scheduled finding's program that its failure
-// does not need (the one reducer, program.Reduce), within budget, and returns the smallest
+// does not need (the one reducer, verdict.Reduce), within budget, and returns the smallest
 // failing run's finding, its report folder left in place.
-func Reduce(ctx context.Context, in *sut.Installed, cfg Config, f *program.Finding, budget time.Duration) *program.Finding {
+func Reduce(ctx context.Context, in *sut.Installed, cfg Config, f *verdict.Finding, budget time.Duration) *verdict.Finding {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
 	header := f.Program.Header
@@ -85,7 +87,7 @@ func Reduce(ctx context.Context, in *sut.Installed, cfg Config, f *program.Findi
 		}
 		return g.Violation
 	}
-	ops, err := program.Reduce(ctx, f.Program.Ops, budget, run)
+	ops, err := verdict.Reduce(ctx, f.Program.Ops, budget, run)
 	var v *model.Violation
 	if !errors.As(err, &v) || v.Property != f.Property() {
 		return f

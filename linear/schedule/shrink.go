@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"pgqcheck/verdict"
+
 	"pgqcheck/model"
-	"pgqcheck/program"
 	"pgqcheck/sut"
 )
 
@@ -35,11 +36,11 @@ var argLabels = map[string]bool{"prefix op": true, "back": true, "expire by id":
 //
 // It returns the smallest failing run, its Input as the run recorded it, and leaves that run's
 // report folder; nil when data does not fail.
-func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg Config, data []byte) *program.Finding {
+func ShrinkInput(ctx context.Context, in *sut.Installed, name string, cfg Config, data []byte) *verdict.Finding {
 	s := NewScheduler(ctx, in, cfg)
 	defer s.Close()
 	type run struct {
-		f     *program.Finding
+		f     *verdict.Finding
 		marks []mark
 	}
 	replay := func(d []byte) *run {

@@ -1,16 +1,21 @@
-package sut
+// Package dbtime turns the clock readings a statement's session took around it into database
+// time as the model counts it: offsets from the first reading of a run, shared by every session
+// of a concurrent run, with the latest reading kept so that a statement sent later is known to
+// have run no earlier.
+package dbtime
 
 import (
 	"sync"
 	"time"
 
 	"pgqcheck/model"
+	"pgqcheck/sut"
 )
 
-// DBClock turns a statement's clock readings into database time as the model counts it:
+// Clock turns a statement's clock readings into database time as the model counts it:
 // offsets from the first reading of a run. It is safe for concurrent use, so that every
 // session of a concurrent run shares one origin.
-type DBClock struct {
+type Clock struct {
 	mu     sync.Mutex
 	origin time.Time
 	latest time.Duration // the latest reading so far
@@ -18,7 +23,7 @@ type DBClock struct {
 }
 
 // Reset starts a new run: the next reading is the new origin.
-func (c *DBClock) Reset() {
+func (c *Clock) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.origin, c.latest, c.seen = time.Time{}, 0, time.Time{}
@@ -26,7 +31,7 @@ func (c *DBClock) Reset() {
 
 // Latest is the latest database time read so far: a statement sent after it returned ran
 // no earlier.
-func (c *DBClock) Latest() time.Duration {
+func (c *Clock) Latest() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.latest
@@ -34,7 +39,7 @@ func (c *DBClock) Latest() time.Duration {
 
 // Estimate guesses the database time now from the latest reading and the time since. It
 // decides how long to pause; nothing is judged by it.
-func (c *DBClock) Estimate() time.Duration {
+func (c *Clock) Estimate() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen.IsZero() {
@@ -47,7 +52,7 @@ func (c *DBClock) Estimate() time.Duration {
 // answer was lost, or the transaction had already failed) is bounded by floor, the latest
 // reading before the statement was sent; a missing last one by nothing: the statement may
 // have taken effect at any later time.
-func (c *DBClock) Window(r Clock, floor time.Duration) model.Window {
+func (c *Clock) Window(r sut.Clock, floor time.Duration) model.Window {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.origin.IsZero() && !r.From.IsZero() {

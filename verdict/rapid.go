@@ -1,4 +1,4 @@
-package program
+package verdict
 
 import "pgqcheck/model"
 

@@ -1,19 +1,11 @@
-package program
+package verdict
 
 import (
 	"fmt"
 	"strings"
 
 	"pgqcheck/model"
-)
-
-// Mode names how a finding was searched for.
-type Mode string
-
-const (
-	Sequential Mode = "sequential" // the Prop state machine: one operation at a time, the model beside the queue
-	Scheduled  Mode = "scheduled"  // concurrent sessions under a drawn interleaving, checked with porcupine
-	Stress     Mode = "stress"     // free-running concurrent traffic with faults, checked with porcupine
+	"pgqcheck/program"
 )
 
 // Finding is a broken promise, as a value from the moment it is detected to the moment it is
@@ -23,10 +15,10 @@ type Finding struct {
 	Violation *model.Violation `json:"violation"`
 	Queue     string           `json:"queue"`  // the queue's name
 	Source    string           `json:"source"` // where its SQL came from
-	Mode      Mode             `json:"mode"`
+	Mode      program.Mode     `json:"mode"`
 	// Program is the case that replays it (sequential and scheduled modes): its .ops text is
 	// what is saved, and it stands alone.
-	Program *Program `json:"-"`
+	Program *program.Program `json:"-"`
 	// Trace is the program as it ran, numbered, with the queue's answers.
 	Trace string `json:"trace,omitempty"`
 	// Model is what the specification held when the program stopped (sequential mode).

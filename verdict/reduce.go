@@ -1,4 +1,4 @@
-package program
+package verdict
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"pgqcheck/model"
+	"pgqcheck/program"
 )
 
 // SameFailure reports whether two errors are the same verdict: the same property broken, or
@@ -18,7 +19,7 @@ func SameFailure(a, b error) bool {
 	if va != nil {
 		return va.Property == vb.Property
 	}
-	return a != nil && b != nil && IsHarness(a) == IsHarness(b)
+	return a != nil && b != nil && program.IsHarness(a) == program.IsHarness(b)
 }
 
 // NoReduction is the budget of a reduction that only confirms the failure: the kill table's,
@@ -31,7 +32,7 @@ const NoReduction time.Duration = -1
 // program reached, once budget has passed (0: no limit; NoReduction: replay once, remove
 // nothing) or ctx is done. Harness errors are not reduced. It returns the reduced program and
 // its failure.
-func Reduce(ctx context.Context, ops []Op, budget time.Duration, run func([]Op) error) ([]Op, error) {
+func Reduce(ctx context.Context, ops []program.Op, budget time.Duration, run func([]program.Op) error) ([]program.Op, error) {
 	want := run(ops)
 	var v *model.Violation
 	if !errors.As(want, &v) {
@@ -45,7 +46,7 @@ func Reduce(ctx context.Context, ops []Op, budget time.Duration, run func([]Op) 
 		changed = false
 		for chunk := max(1, len(ops)/2); chunk >= 1 && !over(); chunk /= 2 {
 			for i := 0; i+chunk <= len(ops) && !over(); {
-				cand := append(append([]Op(nil), ops[:i]...), ops[i+chunk:]...)
+				cand := append(append([]program.Op(nil), ops[:i]...), ops[i+chunk:]...)
 				if err := run(cand); SameFailure(err, want) {
 					ops, want, changed = cand, err, true
 					continue // the same i now names the next chunk

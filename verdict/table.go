@@ -1,4 +1,4 @@
-package program
+package verdict
 
 import (
 	"fmt"
@@ -32,20 +32,20 @@ func NotPromisedWhat(p model.Property, n int) string {
 // Verdicts is a verdict's closing table: each property a run judged, and whether it held, was
 // violated, was not promised (with how often the run saw the queue break it) or is not judged
 // on this queue's shape.
-type Verdicts struct {
+type Table struct {
 	Shape       model.Shape
 	Judged      []model.Property
 	Violated    map[model.Property]bool
 	NotPromised map[model.Property]int
 }
 
-// NewVerdicts starts a table for the properties a suite judges.
-func NewVerdicts(sh model.Shape, judged ...model.Property) *Verdicts {
-	return &Verdicts{Shape: sh, Judged: judged, Violated: map[model.Property]bool{}, NotPromised: map[model.Property]int{}}
+// NewTable starts a table for the properties a suite judges.
+func NewTable(sh model.Shape, judged ...model.Property) *Table {
+	return &Table{Shape: sh, Judged: judged, Violated: map[model.Property]bool{}, NotPromised: map[model.Property]int{}}
 }
 
 // Status is one property's line: held, violated, not promised (N observed), not judged.
-func (v *Verdicts) Status(p model.Property) string {
+func (v *Table) Status(p model.Property) string {
 	switch {
 	case !v.Shape.Judged(p):
 		return "not judged (" + v.Shape.NotJudged(p) + ")"
@@ -57,7 +57,7 @@ func (v *Verdicts) Status(p model.Property) string {
 	return "held"
 }
 
-func (v *Verdicts) String() string {
+func (v *Table) String() string {
 	var b strings.Builder
 	b.WriteString("property                    verdict\n")
 	for _, p := range v.Judged {
