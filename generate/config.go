@@ -121,6 +121,10 @@ var Kinds = []*Kind{
 	{Name: "tight-complete-txn", SeqRT: 2, Draw: tightCompleteTxn},
 	{Name: "tight-rescue-txn", SeqRT: 2, Needs: Can{Rescue: true}, Draw: tightRescueTxn},
 	{Name: "tight-rescue-edge", SeqRT: 3, Needs: Can{Rescue: true}, Draw: tightRescueEdge},
+	// A worker's external effect, called between its claim and its completion, where the run
+	// has a destination (effectdest); now and then with a fault on the call. Its stale callers
+	// come from the pauses past the lease and the older tokens drawn as for completions.
+	{Name: "call-complete", Seq: 4, SeqRT: 3, Needs: Can{External: true}, Draw: callComplete},
 }
 
 // FuzzCodes is FuzzQueue's encoding: a step's first byte, modulo their number, is the position
@@ -148,6 +152,9 @@ var (
 	// waits for the last of them.
 	LaterDelays = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second}
 )
+
+// CallFaultWeights is how often a call of a destination meets each fault ("none": none).
+var CallFaultWeights = Weights{"none": 6, string(faultproxy.DropReply): 2, string(faultproxy.Cut): 1, string(faultproxy.DelayReply): 1}
 
 // A scheduled proxy fault is the fault, then the statement it hits, one of ProxyHits; in a
 // claim transaction ("txn": begin, claim, maybe complete, then commit or rollback) the fault
