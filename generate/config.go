@@ -188,4 +188,12 @@ var (
 	ReleaseWeights    = Weights{"commit": 40, "rollback": 30, "cancel": 15, "terminate": 15}
 	NetFaultWeights   = Weights{string(faultproxy.DropReply): 4, string(faultproxy.Cut): 2, string(faultproxy.DelayReply): 2, string(faultproxy.Stall): 2}
 	NetFaultHolds     = []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond}
+	// The lifecycle's, drawn where the queue ships what each needs (fail.sql, renew.sql, effect.sql,
+	// a run-at delay) and skipped elsewhere: what a worker does with a job it claimed before what
+	// AfterClaimWeights draws ("as before": nothing more; "renew" renews its lease, or beats its
+	// heartbeat, and goes on; "fail" reports a failure, mostly retryable, in place of the
+	// completion; "effect" completes it in one transaction with its business effect), and
+	// whether the enqueuer's next job is due at once or after one of LaterDelays.
+	LifeWeights    = Weights{"as before": 82, "fail": 8, "renew": 5, "effect": 5}
+	EnqueueWeights = Weights{"now": 9, "later": 1}
 )

@@ -14,6 +14,7 @@ import (
 	"pgqcheck/linear/record"
 	"pgqcheck/linear/report"
 	"pgqcheck/program"
+	"pgqcheck/program/lifecycle"
 	"pgqcheck/sut"
 )
 
@@ -108,6 +109,8 @@ func (r *run) dialActors() error {
 		}
 		r.rescuer = &rescuer{actor: newActor(c, q), rng: rngFor()}
 	}
+	// Drawn last, so that a seed draws for the others what it drew before the enqueuer drew.
+	r.enqRng = rngFor()
 	return nil
 }
 
@@ -189,8 +192,20 @@ func (r *run) drain() error {
 		return fmt.Errorf("drain: %w", err)
 	}
 	d.world.Jobs, d.world.Lease, d.strict = ids, r.cfg.Lease, true
+	// The drain waits for the last job the traffic scheduled (a run-at delay, a backoff).
+	d.world.DueBy = r.enqueuer.world.DueBy
+	for _, w := range r.workers {
+		d.world.DueBy = max(d.world.DueBy, w.world.DueBy)
+	}
 	if err := (program.Drain{S: drainer.Name}).Run(ctx, d); err != nil {
 		return fmt.Errorf("drain: %w", err)
+	}
+	// The business table, read once every job has ended: one effect per committed completion
+	// with it (property 16), which the history then judges.
+	if count := (lifecycle.CountEffects{S: drainer.Name}); count.Applicable(d.world) {
+		if _, err := d.Do(ctx, count); err != nil {
+			return fmt.Errorf("drain: %w", err)
+		}
 	}
 	return nil
 }
