@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/effectdest"
 	"pgqcheck/hunt"
 	"pgqcheck/linear/report"
 	"pgqcheck/linear/stress"
@@ -49,6 +50,9 @@ type Worker struct {
 	// counts those rounds.
 	Crash   stress.Crasher
 	Crashes *CrashTally
+	// Dest is the mode of a destination for external effects that each sequential round's
+	// workers call ("": none).
+	Dest effectdest.Mode
 }
 
 // Hunter runs a worker's rounds.
@@ -121,6 +125,12 @@ func (m sequentialMode) Start(ctx context.Context, w *Worker) (Hunter, error) {
 		return nil, err
 	}
 	e.RealTime = m.realTime
+	if w.Dest != "" {
+		if err := e.UseDest(w.Dest); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 	if w.CatchOnly {
 		e.CatchOnly()
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"pgqcheck/effectdest"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear/report"
 	"pgqcheck/model"
@@ -28,31 +29,34 @@ const ReportFormat = 2
 // Report is a campaign's result: where it ran, what it exercised, what held and what failed,
 // and how to replay each failure.
 type Report struct {
-	Format        int            `json:"format"`
-	Tool          string         `json:"tool"`
-	Started       time.Time      `json:"started"`
-	Finished      time.Time      `json:"finished"`
-	ElapsedS      float64        `json:"elapsed_s"`
-	Requested     string         `json:"requested_duration,omitempty"`
-	StopReason    string         `json:"stop_reason"`
-	Interrupted   bool           `json:"interrupted,omitempty"`
-	Backend       string         `json:"backend"`
-	ServerVersion string         `json:"server_version"`
-	Where         string         `json:"where"`
-	Queue         QueueInfo      `json:"queue"`
-	Mode          string         `json:"mode"`
-	Workers       int            `json:"workers"`
-	Seed          uint64         `json:"seed"`
-	ReplayRoot    string         `json:"replay_root"`
-	Checks        int64          `json:"checks"`
-	Ops           int64          `json:"ops"`
-	Histories     int64          `json:"histories"`
-	ShrinkRuns    int64          `json:"shrink_runs"`
-	ChecksPerS    float64        `json:"checks_per_s"`
-	OpsPerS       float64        `json:"ops_per_s"`
-	Counts        program.Counts `json:"counts"`
-	Properties    []*PropStat    `json:"properties"`
-	Failures      []*Failure     `json:"failures"`
+	Format        int       `json:"format"`
+	Tool          string    `json:"tool"`
+	Started       time.Time `json:"started"`
+	Finished      time.Time `json:"finished"`
+	ElapsedS      float64   `json:"elapsed_s"`
+	Requested     string    `json:"requested_duration,omitempty"`
+	StopReason    string    `json:"stop_reason"`
+	Interrupted   bool      `json:"interrupted,omitempty"`
+	Backend       string    `json:"backend"`
+	ServerVersion string    `json:"server_version"`
+	Where         string    `json:"where"`
+	Queue         QueueInfo `json:"queue"`
+	// Dest is the mode of the destination the sequential modes' workers called with external
+	// effects ("": none).
+	Dest       effectdest.Mode `json:"dest,omitempty"`
+	Mode       string          `json:"mode"`
+	Workers    int             `json:"workers"`
+	Seed       uint64          `json:"seed"`
+	ReplayRoot string          `json:"replay_root"`
+	Checks     int64           `json:"checks"`
+	Ops        int64           `json:"ops"`
+	Histories  int64           `json:"histories"`
+	ShrinkRuns int64           `json:"shrink_runs"`
+	ChecksPerS float64         `json:"checks_per_s"`
+	OpsPerS    float64         `json:"ops_per_s"`
+	Counts     program.Counts  `json:"counts"`
+	Properties []*PropStat     `json:"properties"`
+	Failures   []*Failure      `json:"failures"`
 	// NotPromised is the first thing the queue was seen doing that it does not promise, with
 	// its reduced program (sequential mode) or the job's history (concurrent modes).
 	NotPromised   *Failure     `json:"not_promised,omitempty"`
@@ -199,6 +203,8 @@ func exercised(p model.Property, r *Report) (int64, string) {
 		return c.Drains, fmt.Sprintf("drains (%d jobs drained)", c.DrainedJobs)
 	case model.PEffects:
 		return c.Effects, "business effects written, each in its completion's transaction"
+	case model.PExternal:
+		return c.Calls, fmt.Sprintf("calls of a destination in %s mode (%d retried after a lost reply, %d duplicates)", r.Dest, c.Retries, c.Duplicates)
 	}
 	return 0, "measured by a separate benchmark, not by run"
 }
@@ -223,6 +229,11 @@ func (r *Report) fillProperties(checked []model.Property) {
 		}
 		ps.Exercised, ps.ExercisedBy = exercised(p, r)
 		switch sh := r.Queue.Shape; {
+		case p == model.PExternal && r.Dest == "":
+			ps.ExercisedBy = "judged where workers call a destination (--dest)"
+		case p == model.PExternal && !r.Dest.Fences() && ps.Status == StatusHeld:
+			ps.Status = StatusNotPromised
+			ps.Exercised, ps.ExercisedBy = r.Counts.Duplicates, fmt.Sprintf("duplicate effects observed in %d calls (the destination neither fences nor deduplicates)", r.Counts.Calls)
 		case !sh.Judged(p):
 			ps.Status, ps.ExercisedBy = StatusNotJudged, ps.ExercisedBy+"; "+sh.NotJudged(p)
 		case !sh.Promised(p) && ps.Status != StatusViolated && ps.Status != StatusNotChecked:

@@ -18,6 +18,7 @@ import (
 	"pgregory.net/rapid"
 
 	"pgqcheck/corpus"
+	"pgqcheck/effectdest"
 	"pgqcheck/fuzz"
 	"pgqcheck/internal/rapidrun"
 	"pgqcheck/internal/testflags"
@@ -156,6 +157,7 @@ type Sequential struct {
 	NotPromised func(reduce func() *program.Finding)
 
 	env  *sequential.Env
+	dest *effectdest.Dest // where workers call with external effects (nil: nowhere)
 	name string
 	// replay runs saved cases on env's sessions (and a scheduler of its own for scheduled ones).
 	replay *corpus.Replayer
@@ -180,6 +182,21 @@ func (e *Sequential) CatchOnly() { e.reduce = program.NoReduction }
 func (e *Sequential) Close() {
 	e.replay.Close()
 	e.env.Close()
+	if e.dest != nil {
+		_ = e.dest.Close()
+	}
+}
+
+// UseDest starts a destination of the given mode for the workers' external effects, which the
+// state machine then draws and judges (property 17); Close closes it.
+func (e *Sequential) UseDest(mode effectdest.Mode) error {
+	d, err := effectdest.Start(mode)
+	if err != nil {
+		return err
+	}
+	e.dest = d
+	e.env.UseDest(d)
+	return nil
 }
 
 // Reset ends what the last run left open (a locker holding a row), so that a round of another
