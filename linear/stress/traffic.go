@@ -13,6 +13,7 @@ import (
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/record"
 	"pgqcheck/program"
+	"pgqcheck/program/external"
 	"pgqcheck/program/lifecycle"
 	"pgqcheck/sut"
 )
@@ -225,6 +226,8 @@ type worker struct {
 	paused atomic.Pointer[program.Token]
 	// txnClaims are the claim transactions it kept open across a lease's edge.
 	txnClaims int
+	// calls of the run's destination answered, and of them sent again after a lost reply.
+	calls, callRetries int
 }
 
 func (r *run) work(w *worker) {
@@ -277,6 +280,7 @@ func (r *run) work(w *worker) {
 		}
 		switch drawKind(w.rng, generate.AfterClaimWeights) {
 		case "complete":
+			w.callEffect(ctx, 0)
 			w.one(ctx, program.Complete{S: name})
 		case "crash": // forget every token; the jobs wait for an expiry or the drain
 			w.Do(ctx, program.Crash{W: name})
@@ -286,7 +290,31 @@ func (r *run) work(w *worker) {
 				w.session.Holding = false
 			}
 		case "complete older": // a restarted worker presenting an older token
-			w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(len(w.session.Tokens))})
+			back := w.rng.IntN(len(w.session.Tokens))
+			w.callEffect(ctx, back)
+			w.one(ctx, program.Complete{S: name, Back: back})
+		}
+	}
+}
+
+// callEffect calls the run's destination, where it has one, with the external effect of the
+// worker's token back places before its newest, the call faulted as generate.CallFaultWeights
+// draws.
+func (w *worker) callEffect(ctx context.Context, back int) {
+	call := external.Call{S: w.client.Name, Back: back}
+	if !call.Applicable(w.world) {
+		return
+	}
+	switch k := faultproxy.Kind(drawKind(w.rng, generate.CallFaultWeights)); k {
+	case faultproxy.DropReply, faultproxy.Cut:
+		call.Fault = faultproxy.Fault{Kind: k}
+	case faultproxy.DelayReply:
+		call.Fault = faultproxy.Fault{Kind: k, For: generate.ScheduledHolds[w.rng.IntN(len(generate.ScheduledHolds))]}
+	}
+	if rs, err := w.Do(ctx, call); err == nil && len(rs) == 1 && rs[0].Err == nil {
+		w.calls++
+		if rs[0].Out.Rows > 1 {
+			w.callRetries++
 		}
 	}
 }

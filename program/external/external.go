@@ -143,8 +143,30 @@ func (st CountStmt) Judge(m *model.Queue, _ *program.Session, r program.Result, 
 	return Check(m, r.Dest)
 }
 
+// Duplicates are the effects a destination that does not fence holds beyond each job's first,
+// one not-promised finding per job that has any.
+func Duplicates(d effectdest.Counts) []*model.Violation {
+	var out []*model.Violation
+	for _, c := range d.Jobs {
+		if n := c.Duplicates(); n > 0 && !d.Mode.Fences() {
+			v := model.Violate(model.PExternal, "job %d's effect stands %d times at a destination in %s mode after %d calls", c.Job, c.InForce, d.Mode, c.Calls)
+			v.NotPromised = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // Check judges what a destination holds against the model's jobs (property 17).
 func Check(m *model.Queue, d effectdest.Counts) error {
+	return CheckDone(d, func(id int64) bool {
+		j, ok := m.Job(id)
+		return ok && j.State == model.Done
+	})
+}
+
+// CheckDone judges what a destination holds, done telling which jobs are done (property 17).
+func CheckDone(d effectdest.Counts, done func(job int64) bool) error {
 	if !d.Mode.Fences() {
 		return nil
 	}
@@ -152,7 +174,7 @@ func Check(m *model.Queue, d effectdest.Counts) error {
 		if c.InForce > 1 {
 			return model.Violate(model.PExternal, "job %d's effect stands %d times at a destination in %s mode after %d calls", c.Job, c.InForce, d.Mode, c.Calls)
 		}
-		if j, ok := m.Job(c.Job); ok && j.State == model.Done && c.Calls > 0 && c.InForce != 1 {
+		if done(c.Job) && c.Calls > 0 && c.InForce != 1 {
 			return model.Violate(model.PExternal, "job %d is done and its workers called the destination (%s mode) %d times, but %d of its effects stand", c.Job, d.Mode, c.Calls, c.InForce)
 		}
 	}
