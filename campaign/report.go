@@ -539,6 +539,9 @@ func Merge(paths []string, rs []*Report) (*Report, error) {
 		versions = appendNew(versions, r.ServerVersion)
 		wheres = appendNew(wheres, r.Where)
 		reasons = appendNew(reasons, r.StopReason)
+		if m.Dest == "" {
+			m.Dest = r.Dest
+		}
 		for _, ps := range r.Properties {
 			if ps.Status != StatusNotChecked {
 				checked[ps.Number] = true
