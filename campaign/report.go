@@ -29,34 +29,31 @@ const ReportFormat = 2
 // Report is a campaign's result: where it ran, what it exercised, what held and what failed,
 // and how to replay each failure.
 type Report struct {
-	Format        int       `json:"format"`
-	Tool          string    `json:"tool"`
-	Started       time.Time `json:"started"`
-	Finished      time.Time `json:"finished"`
-	ElapsedS      float64   `json:"elapsed_s"`
-	Requested     string    `json:"requested_duration,omitempty"`
-	StopReason    string    `json:"stop_reason"`
-	Interrupted   bool      `json:"interrupted,omitempty"`
-	Backend       string    `json:"backend"`
-	ServerVersion string    `json:"server_version"`
-	Where         string    `json:"where"`
-	Queue         QueueInfo `json:"queue"`
-	// Dest is the mode of the destination the sequential modes' workers called with external
-	// effects ("": none).
-	Dest       effectdest.Mode `json:"dest,omitempty"`
-	Mode       string          `json:"mode"`
-	Workers    int             `json:"workers"`
-	Seed       uint64          `json:"seed"`
-	ReplayRoot string          `json:"replay_root"`
-	Checks     int64           `json:"checks"`
-	Ops        int64           `json:"ops"`
-	Histories  int64           `json:"histories"`
-	ShrinkRuns int64           `json:"shrink_runs"`
-	ChecksPerS float64         `json:"checks_per_s"`
-	OpsPerS    float64         `json:"ops_per_s"`
-	Counts     program.Counts  `json:"counts"`
-	Properties []*PropStat     `json:"properties"`
-	Failures   []*Failure      `json:"failures"`
+	Format        int            `json:"format"`
+	Tool          string         `json:"tool"`
+	Started       time.Time      `json:"started"`
+	Finished      time.Time      `json:"finished"`
+	ElapsedS      float64        `json:"elapsed_s"`
+	Requested     string         `json:"requested_duration,omitempty"`
+	StopReason    string         `json:"stop_reason"`
+	Interrupted   bool           `json:"interrupted,omitempty"`
+	Backend       string         `json:"backend"`
+	ServerVersion string         `json:"server_version"`
+	Where         string         `json:"where"`
+	Queue         QueueInfo      `json:"queue"`
+	Mode          string         `json:"mode"`
+	Workers       int            `json:"workers"`
+	Seed          uint64         `json:"seed"`
+	ReplayRoot    string         `json:"replay_root"`
+	Checks        int64          `json:"checks"`
+	Ops           int64          `json:"ops"`
+	Histories     int64          `json:"histories"`
+	ShrinkRuns    int64          `json:"shrink_runs"`
+	ChecksPerS    float64        `json:"checks_per_s"`
+	OpsPerS       float64        `json:"ops_per_s"`
+	Counts        program.Counts `json:"counts"`
+	Properties    []*PropStat    `json:"properties"`
+	Failures      []*Failure     `json:"failures"`
 	// NotPromised is the first thing the queue was seen doing that it does not promise, with
 	// its reduced program (sequential mode) or the job's history (concurrent modes).
 	NotPromised   *Failure     `json:"not_promised,omitempty"`
@@ -66,6 +63,9 @@ type Report struct {
 	Verdict       string       `json:"verdict"`              // held, violated, error
 	Shards        []string     `json:"shards,omitempty"`
 	Crashes       *CrashTally  `json:"server_crashes,omitempty"` // crash rounds, when run
+	// Dest is the mode of the destination the sequential modes' workers called with external
+	// effects ("": none).
+	Dest effectdest.Mode `json:"dest,omitempty"`
 }
 
 // StressRound is one stress round's shape: the seed's operational measures, and the measures
