@@ -68,7 +68,8 @@ type Hunter interface {
 // properties see and what only concurrency shows.
 const AllModes = "all"
 
-var modes = map[string]Mode{"sequential": sequentialMode{}, "lease-time": sequentialMode{realTime: true}, "stress": stressMode{}, "scheduled": scheduled{}}
+var modes = map[string]Mode{"sequential": sequentialMode{}, "lease-time": sequentialMode{realTime: true}, "stress": stressMode{}, "scheduled": scheduled{},
+	"lock-order": lockOrderMode{}}
 
 // ModeNames lists the modes, for flags' help.
 func ModeNames() string {

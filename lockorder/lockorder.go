@@ -68,7 +68,8 @@ type Outcome struct {
 // commits, w2 takes A (Postgres grants a row's waiters in order) and asks for B: where w1 and
 // w2 lock A and B in opposite orders, each now holds what the other asks for, every time; in
 // one order, w1 asked for A first and holds nothing w2 needs. Claims hand out jobs 1, 2 and 3
-// to w0, w1 and w2, which a business effect maps to its rows (testdata/lockorder).
+// to w0, w1 and w2, which a business effect maps to its rows (testdata/mutants/lock-order-opposite,
+// testdata/lockorder/one-order).
 const workers = 3
 
 // waiters is the order in which the waiting effects start.

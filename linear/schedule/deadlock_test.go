@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -44,9 +45,9 @@ func TestScheduledDeadlockNamesBoth(t *testing.T) {
 	for _, tc := range []struct {
 		variant  string
 		deadlock bool
-	}{{"opposite", true}, {"one-order", false}} {
-		t.Run(tc.variant, func(t *testing.T) {
-			q, err := sut.LoadDir(suttest.ModuleDir(t, "testdata/lockorder/"+tc.variant))
+	}{{"mutants/lock-order-opposite", true}, {"lockorder/one-order", false}} {
+		t.Run(filepath.Base(tc.variant), func(t *testing.T) {
+			q, err := sut.LoadDir(suttest.ModuleDir(t, "testdata/"+tc.variant))
 			if err != nil {
 				t.Fatal(err)
 			}
