@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"pgqcheck/effectdest"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/plan"
@@ -47,6 +48,9 @@ type Config struct {
 	TTY bool
 	// Crash: each stress round crashes and restarts Server once (see crash.go).
 	Crash bool
+	// Dest: the sequential modes' workers call a destination of this mode with each job's
+	// external effect (effectdest; "": none).
+	Dest effectdest.Mode
 }
 
 type campaign struct {
@@ -188,7 +192,7 @@ func (cp *campaign) startWorkers(ctx context.Context) ([]worker, func(), error) 
 			return nil, cleanup, err
 		}
 		undo = append(undo, in.Close)
-		w := &Worker{Index: i, Queue: cp.cfg.Queue, In: in, Seed: cp.cfg.Seed, ShrinkTime: cp.cfg.ShrinkTime, Tally: &cp.tally, Saver: cp.saver}
+		w := &Worker{Index: i, Queue: cp.cfg.Queue, In: in, Seed: cp.cfg.Seed, ShrinkTime: cp.cfg.ShrinkTime, Tally: &cp.tally, Saver: cp.saver, Dest: cp.cfg.Dest}
 		if cp.crashes != nil {
 			w.Crash, w.Crashes = cp.cfg.Server, cp.crashes
 		}
@@ -279,7 +283,12 @@ func (cp *campaign) report() *Report {
 	if rep.Failures == nil {
 		rep.Failures = []*Failure{}
 	}
-	rep.fillProperties(cp.cfg.Mode.Properties())
+	rep.Dest = cp.cfg.Dest
+	checked := cp.cfg.Mode.Properties()
+	if rep.Dest != "" && t.Counts.Calls > 0 {
+		checked = append(checked, model.PExternal)
+	}
+	rep.fillProperties(checked)
 	rep.decideVerdict()
 	return rep
 }

@@ -26,6 +26,7 @@ var SuiteModes = map[string][]string{
 	"Prop":          {"sequential"},
 	"PropLeaseTime": {"lease-time"},
 	"Linear":        {"stress", "scheduled"},
+	"LockOrder":     {"lock-order"},
 }
 
 // KillRow is one mutant hunted by one mode of one suite.
@@ -113,7 +114,7 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 		for _, suite := range m.Expect {
 			names, ok := SuiteModes[suite]
 			if !ok {
-				row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear)", suite)}
+				row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear, LockOrder)", suite)}
 				logRow(row, cfg.Log)
 				kt.Rows = append(kt.Rows, row)
 				continue

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/verdict"
-
+	"pgqcheck/effectdest"
 	"pgqcheck/hunt"
 	"pgqcheck/linear/report"
 	"pgqcheck/linear/stress"
 	"pgqcheck/model"
 	"pgqcheck/sut"
+	"pgqcheck/verdict"
 )
 
 // Mode is one way of hunting for violations. A campaign gives each of its workers a database of
@@ -50,6 +50,9 @@ type Worker struct {
 	// counts those rounds.
 	Crash   stress.Crasher
 	Crashes *CrashTally
+	// Dest is the mode of a destination for external effects that each sequential round's
+	// workers call ("": none).
+	Dest effectdest.Mode
 }
 
 // Hunter runs a worker's rounds.
@@ -65,7 +68,8 @@ type Hunter interface {
 // properties see and what only concurrency shows.
 const AllModes = "all"
 
-var modes = map[string]Mode{"sequential": sequentialMode{}, "lease-time": sequentialMode{realTime: true}, "stress": stressMode{}, "scheduled": scheduled{}}
+var modes = map[string]Mode{"sequential": sequentialMode{}, "lease-time": sequentialMode{realTime: true}, "stress": stressMode{}, "scheduled": scheduled{},
+	"lock-order": lockOrderMode{}}
 
 // ModeNames lists the modes, for flags' help.
 func ModeNames() string {
@@ -122,6 +126,12 @@ func (m sequentialMode) Start(ctx context.Context, w *Worker) (Hunter, error) {
 		return nil, err
 	}
 	e.RealTime = m.realTime
+	if w.Dest != "" {
+		if err := e.UseDest(w.Dest); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 	if w.CatchOnly {
 		e.CatchOnly()
 	}

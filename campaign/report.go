@@ -12,14 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/verdict"
-
+	"pgqcheck/effectdest"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear/report"
 	"pgqcheck/model"
 	"pgqcheck/plan"
 	"pgqcheck/program"
 	"pgqcheck/timeline"
+	"pgqcheck/verdict"
 )
 
 // ReportFormat changes when a field changes meaning; readers refuse formats they do not know.
@@ -64,6 +64,9 @@ type Report struct {
 	Verdict       string       `json:"verdict"`              // held, violated, error
 	Shards        []string     `json:"shards,omitempty"`
 	Crashes       *CrashTally  `json:"server_crashes,omitempty"` // crash rounds, when run
+	// Dest is the mode of the destination the sequential modes' workers called with external
+	// effects ("": none).
+	Dest effectdest.Mode `json:"dest,omitempty"`
 }
 
 // StressRound is one stress round's shape: the seed's operational measures, and the measures
@@ -201,6 +204,8 @@ func exercised(p model.Property, r *Report) (int64, string) {
 		return c.Drains, fmt.Sprintf("drains (%d jobs drained)", c.DrainedJobs)
 	case model.PEffects:
 		return c.Effects, "business effects written, each in its completion's transaction"
+	case model.PExternal:
+		return c.Calls, fmt.Sprintf("calls of a destination in %s mode (%d retried after a lost reply, %d duplicates)", r.Dest, c.Retries, c.Duplicates)
 	}
 	return 0, "measured by a separate benchmark, not by run"
 }
@@ -225,6 +230,11 @@ func (r *Report) fillProperties(checked []model.Property) {
 		}
 		ps.Exercised, ps.ExercisedBy = exercised(p, r)
 		switch sh := r.Queue.Shape; {
+		case p == model.PExternal && r.Dest == "":
+			ps.ExercisedBy = "judged where workers call a destination (--dest)"
+		case p == model.PExternal && !r.Dest.Fences() && ps.Status == StatusHeld:
+			ps.Status = StatusNotPromised
+			ps.Exercised, ps.ExercisedBy = r.Counts.Duplicates, fmt.Sprintf("duplicate effects observed in %d calls (the destination neither fences nor deduplicates)", r.Counts.Calls)
 		case !sh.Judged(p):
 			ps.Status, ps.ExercisedBy = StatusNotJudged, ps.ExercisedBy+"; "+sh.NotJudged(p)
 		case !sh.Promised(p) && ps.Status != StatusViolated && ps.Status != StatusNotChecked:
@@ -530,6 +540,9 @@ func Merge(paths []string, rs []*Report) (*Report, error) {
 		versions = appendNew(versions, r.ServerVersion)
 		wheres = appendNew(wheres, r.Where)
 		reasons = appendNew(reasons, r.StopReason)
+		if m.Dest == "" {
+			m.Dest = r.Dest
+		}
 		for _, ps := range r.Properties {
 			if ps.Status != StatusNotChecked {
 				checked[ps.Number] = true

@@ -121,6 +121,10 @@ var Kinds = []*Kind{
 	{Name: "tight-complete-txn", SeqRT: 2, Draw: tightCompleteTxn},
 	{Name: "tight-rescue-txn", SeqRT: 2, Needs: Can{Rescue: true}, Draw: tightRescueTxn},
 	{Name: "tight-rescue-edge", SeqRT: 3, Needs: Can{Rescue: true}, Draw: tightRescueEdge},
+	// A worker's external effect, called between its claim and its completion, where the run
+	// has a destination (effectdest); now and then with a fault on the call. Its stale callers
+	// come from the pauses past the lease and the older tokens drawn as for completions.
+	{Name: "call-complete", Seq: 4, SeqRT: 3, Needs: Can{External: true}, Draw: callComplete},
 }
 
 // FuzzCodes is FuzzQueue's encoding: a step's first byte, modulo their number, is the position
@@ -148,6 +152,9 @@ var (
 	// waits for the last of them.
 	LaterDelays = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second}
 )
+
+// CallFaultWeights is how often a call of a destination meets each fault ("none": none).
+var CallFaultWeights = Weights{"none": 6, string(faultproxy.DropReply): 2, string(faultproxy.Cut): 1, string(faultproxy.DelayReply): 1}
 
 // A scheduled proxy fault is the fault, then the statement it hits, one of ProxyHits; in a
 // claim transaction ("txn": begin, claim, maybe complete, then commit or rollback) the fault
@@ -181,4 +188,12 @@ var (
 	ReleaseWeights    = Weights{"commit": 40, "rollback": 30, "cancel": 15, "terminate": 15}
 	NetFaultWeights   = Weights{string(faultproxy.DropReply): 4, string(faultproxy.Cut): 2, string(faultproxy.DelayReply): 2, string(faultproxy.Stall): 2}
 	NetFaultHolds     = []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond}
+	// The lifecycle's, drawn where the queue ships what each needs (fail.sql, renew.sql, effect.sql,
+	// a run-at delay) and skipped elsewhere: what a worker does with a job it claimed before what
+	// AfterClaimWeights draws ("as before": nothing more; "renew" renews its lease, or beats its
+	// heartbeat, and goes on; "fail" reports a failure, mostly retryable, in place of the
+	// completion; "effect" completes it in one transaction with its business effect), and
+	// whether the enqueuer's next job is due at once or after one of LaterDelays.
+	LifeWeights    = Weights{"as before": 82, "fail": 8, "renew": 5, "effect": 5}
+	EnqueueWeights = Weights{"now": 9, "later": 1}
 )

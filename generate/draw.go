@@ -134,13 +134,16 @@ func (k *Kind) Weight(col Column) int {
 // not drawn. Lock and Rescue: lock.sql, rescue.sql. The lifecycle's: fail.sql (Fail), renew.sql
 // per claim (Renew) or as a worker's heartbeat (Heartbeat), a run-at delay (Delay), effect.sql
 // (Effect).
-type Can struct{ Lock, Rescue, Fail, Renew, Heartbeat, Delay, Effect bool }
+//
+// External: the run has a destination for external effects (effectdest), which only a run
+// that starts one has, whatever the queue ships.
+type Can struct{ Lock, Rescue, Fail, Renew, Heartbeat, Delay, Effect, External bool }
 
 // CanOf is what the world's queue ships.
 func CanOf(w *program.World) Can {
 	lc := w.Life
 	return Can{Lock: w.CanLock, Rescue: w.CanRescue, Fail: lc.On, Renew: lc.Renews && !lc.WorkerLease,
-		Heartbeat: lc.Renews && lc.WorkerLease, Delay: lc.Schedules, Effect: lc.Effects}
+		Heartbeat: lc.Renews && lc.WorkerLease, Delay: lc.Schedules, Effect: lc.Effects, External: w.Dest != ""}
 }
 
 // CanQueue is what an installed queue ships (its run-at delay is known once installed).
@@ -153,7 +156,7 @@ func CanQueue(q *sut.Queue) Can {
 func (k *Kind) drawnOn(can Can) bool {
 	n := k.Needs
 	return (!n.Lock || can.Lock) && (!n.Rescue || can.Rescue) && (!n.Fail || can.Fail) && (!n.Renew || can.Renew) &&
-		(!n.Heartbeat || can.Heartbeat) && (!n.Delay || can.Delay) && (!n.Effect || can.Effect)
+		(!n.Heartbeat || can.Heartbeat) && (!n.Delay || can.Delay) && (!n.Effect || can.Effect) && (!n.External || can.External)
 }
 
 // Layout is a column's kinds laid out for drawing: each as often as its weight, in the table's

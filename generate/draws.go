@@ -3,6 +3,7 @@ package generate
 import (
 	"pgqcheck/faultproxy"
 	"pgqcheck/program"
+	"pgqcheck/program/external"
 	"pgqcheck/program/lifecycle"
 )
 
@@ -271,4 +272,22 @@ func runAtEdge(d *Draw) []program.Op {
 	w := d.Worker()
 	return []program.Op{lifecycle.Later{S: w, Delay: d.Span("delay", LaterDelays)},
 		lifecycle.DueEdge{Margin: d.Span("margin", NearMargins), After: d.Bool("after")}, program.Claim{S: w}}
+}
+
+// callComplete: a holder calls the destination with the effect of one of its tokens, mostly
+// its newest, then presents that token's completion.
+func callComplete(d *Draw) []program.Op {
+	w, ok := d.Holder()
+	if !ok {
+		return nil
+	}
+	back := d.Choose(0, 2, "back")
+	call := external.Call{S: w, Back: back}
+	switch k := faultproxy.Kind(CallFaultWeights.At(d.Choose(0, CallFaultWeights.Total()-1, "call fault"))); k {
+	case faultproxy.DropReply, faultproxy.Cut:
+		call.Fault = faultproxy.Fault{Kind: k}
+	case faultproxy.DelayReply:
+		call.Fault = faultproxy.Fault{Kind: k, For: d.Span("hold", ScheduledHolds)}
+	}
+	return []program.Op{call, program.Complete{S: w, Back: back}}
 }

@@ -20,6 +20,7 @@ import (
 	"pgregory.net/rapid"
 
 	"pgqcheck/corpus"
+	"pgqcheck/effectdest"
 	"pgqcheck/fuzz"
 	"pgqcheck/internal/rapidrun"
 	"pgqcheck/internal/testflags"
@@ -158,6 +159,7 @@ type Sequential struct {
 	NotPromised func(reduce func() *verdict.Finding)
 
 	env  *sequential.Env
+	dest *effectdest.Dest // where workers call with external effects (nil: nowhere)
 	name string
 	// replay runs saved cases on env's sessions (and a scheduler of its own for scheduled ones).
 	replay *corpus.Replayer
@@ -182,6 +184,21 @@ func (e *Sequential) CatchOnly() { e.reduce = verdict.NoReduction }
 func (e *Sequential) Close() {
 	e.replay.Close()
 	e.env.Close()
+	if e.dest != nil {
+		_ = e.dest.Close()
+	}
+}
+
+// UseDest starts a destination of the given mode for the workers' external effects, which the
+// state machine then draws and judges (property 17); Close closes it.
+func (e *Sequential) UseDest(mode effectdest.Mode) error {
+	d, err := effectdest.Start(mode)
+	if err != nil {
+		return err
+	}
+	e.dest = d
+	e.env.UseDest(d)
+	return nil
 }
 
 // Reset ends what the last run left open (a locker holding a row), so that a round of another

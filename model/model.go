@@ -160,12 +160,14 @@ const (
 	PScheduling   Property = 14 // no job is claimed before its run-at time or before its backoff ends
 	PDrain        Property = 15 // a drain leaves every enqueued job done or dead, none lost, none twice
 	PEffects      Property = 16 // the business table holds one effect per committed completion, none else
+	// Judged where workers call an external destination with the job's effect (effectdest).
+	PExternal Property = 17 // a fencing destination holds one effect per job, exactly one for a done job
 )
 
 // Properties lists every property in order.
 var Properties = []Property{PClaimOrder, PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked,
 	PRecovery, PLinearizable, PDBTime, PNoErrors, PClaimCost,
-	PWriteFencing, PRetries, PRenewal, PScheduling, PDrain, PEffects}
+	PWriteFencing, PRetries, PRenewal, PScheduling, PDrain, PEffects, PExternal}
 
 var propertyNames = map[Property]string{
 	PClaimOrder:   "claim order",
@@ -185,6 +187,7 @@ var propertyNames = map[Property]string{
 	PScheduling:   "scheduling",
 	PDrain:        "drain accounting",
 	PEffects:      "effects",
+	PExternal:     "external effects",
 }
 
 // Name is the property's short name.

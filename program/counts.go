@@ -56,6 +56,11 @@ type Counts struct {
 	Renewals  int64 `json:"renewals,omitempty"`
 	Scheduled int64 `json:"scheduled,omitempty"`
 	Effects   int64 `json:"effects,omitempty"`
+	// External effects: calls of a destination answered, calls retried after a lost reply, and
+	// effects that stand at the destination beyond a job's first.
+	Calls      int64 `json:"external_calls,omitempty"`
+	Retries    int64 `json:"external_retries,omitempty"`
+	Duplicates int64 `json:"external_duplicates,omitempty"`
 }
 
 func (c Counts) String() string {
@@ -82,6 +87,9 @@ func (c Counts) String() string {
 	}
 	if c.Failures+c.Renewals+c.Scheduled+c.Effects > 0 {
 		s += fmt.Sprintf("; lifecycle: %d failures, %d renewals, %d scheduled, %d effects", c.Failures, c.Renewals, c.Scheduled, c.Effects)
+	}
+	if c.Calls > 0 {
+		s += fmt.Sprintf("; external effects: %d calls (%d retried after a lost reply), %d duplicates", c.Calls, c.Retries, c.Duplicates)
 	}
 	return s
 }
@@ -124,6 +132,9 @@ func (c *Counts) Add(o Counts) {
 	c.Renewals += o.Renewals
 	c.Scheduled += o.Scheduled
 	c.Effects += o.Effects
+	c.Calls += o.Calls
+	c.Retries += o.Retries
+	c.Duplicates += o.Duplicates
 }
 
 // Answers is what the queue answered during one operation, and how long it paused.
@@ -141,6 +152,7 @@ func (c *Counts) Observe(op Op, a Answers, err error) {
 	c.TimedClaims += int64(a.Timed)
 	c.Failures, c.Renewals, c.Effects = c.Failures+int64(a.Failed), c.Renewals+int64(a.Renewed), c.Effects+int64(a.Effects)
 	c.Scheduled, c.Enqueued = c.Scheduled+int64(a.Scheduled), c.Enqueued+int64(a.Scheduled)
+	c.Calls, c.Retries, c.Duplicates = c.Calls+int64(a.Calls), c.Retries+int64(a.Retried), c.Duplicates+int64(a.Duplicates)
 	if a.Slept > 0 {
 		c.RealPauses++
 		c.PausedMillis += a.Slept.Milliseconds()

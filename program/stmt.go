@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"pgqcheck/effectdest"
 	"pgqcheck/model"
 	"pgqcheck/sut"
 )
@@ -49,8 +50,12 @@ type Result struct {
 	Jobs []int64     // rescue: the jobs it made ready
 	// Effects is the business table's counts (effects.sql).
 	Effects []model.EffectCount
-	Clock   sut.Clock
-	Err     error
+	// Call is the external effect's destination's answer (program/external); Dest what that
+	// destination holds of every job.
+	Call  effectdest.Answer
+	Dest  effectdest.Counts
+	Clock sut.Clock
+	Err   error
 }
 
 // Recording is where a concurrent client keeps a statement's answer. The statement says what
@@ -89,6 +94,9 @@ type Tally struct {
 	// The lifecycle's: failures and renewals accepted, jobs enqueued to run later (counted
 	// apart from Enqueued), effects written.
 	Failed, Renewed, Scheduled, Effects int
+	// External effects: calls a destination answered, calls retried after a lost reply, and
+	// effects applied beyond a job's first (a destination that does not fence).
+	Calls, Retried, Duplicates int
 }
 
 // Apply records what a statement of session s answered (see Stmt.Apply).

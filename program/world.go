@@ -129,6 +129,9 @@ type World struct {
 	// that name a lease of their own then do not apply.
 	FixedLease time.Duration
 	Lease      time.Duration // the lease of a claim that names none
+	// Dest is the URL of the destination workers call with a job's external effect between
+	// its claim and its completion ("": none; program/external).
+	Dest string
 	// BackendsEnded: a statement may have ended other sessions' backends (an expiry on a queue
 	// whose claims hold a transaction ends its holder's), which their runner must reconnect.
 	BackendsEnded bool

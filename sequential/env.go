@@ -7,11 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/verdict"
-
+	"pgqcheck/effectdest"
 	"pgqcheck/model"
 	"pgqcheck/program"
+	"pgqcheck/program/external"
 	"pgqcheck/sut"
+	"pgqcheck/verdict"
 )
 
 // lockTimeout: in a sequential run nothing ever legitimately waits for a row lock, so any wait
@@ -27,6 +28,8 @@ type Env struct {
 	Model *model.Queue
 	W     *program.World
 	conns map[string]*sut.Session
+	// dest is where workers call with a job's external effect (nil: nowhere).
+	dest *effectdest.Dest
 
 	Trace []string     // each executed operation with the queue's program.Answers
 	Ops   []program.Op // the operations behind Trace, for reducing and saving a failure
@@ -77,6 +80,14 @@ func (e *Env) connect(ctx context.Context, name string) error {
 	return nil
 }
 
+// UseDest makes d the destination workers call with a job's external effect: the external
+// operations apply from now on, and every check compares what d holds with the model (property
+// 17). The caller owns d and closes it; each Reset empties it with the queue.
+func (e *Env) UseDest(d *effectdest.Dest) {
+	e.dest, e.W.Dest = d, d.URL()
+	d.Reset()
+}
+
 // World is the environment's world, for procedures.
 func (e *Env) World() *program.World { return e.W }
 
@@ -101,6 +112,9 @@ func (e *Env) Reset(ctx context.Context) error {
 		}
 	}
 	e.W.Reset()
+	if e.dest != nil {
+		e.dest.Reset()
+	}
 	if err := e.In.Reset(ctx); err != nil {
 		return err
 	}
@@ -380,8 +394,16 @@ func (e *Env) Check(ctx context.Context) error {
 	if err != nil {
 		return program.QueueError(err)
 	}
-	if err := e.Model.CheckSnapshot(e.W.Clock.Window(clk, floor), rows); err != nil || !e.W.Life.Effects {
+	if err := e.Model.CheckSnapshot(e.W.Clock.Window(clk, floor), rows); err != nil {
 		return err
+	}
+	if e.dest != nil {
+		if err := external.Check(e.Model, e.dest.Counts()); err != nil {
+			return err
+		}
+	}
+	if !e.W.Life.Effects {
+		return nil
 	}
 	effects, _, err := reader.Effects(ctx)
 	if err != nil {

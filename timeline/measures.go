@@ -87,6 +87,8 @@ type Measures struct {
 	// Completions changed a row; RejectedCompletions came back having changed none.
 	Completions         int `json:"completions"`
 	RejectedCompletions int `json:"rejected_completions"`
+	// Life is the job lifecycle's measures (all zero on a queue without one).
+	Life Life `json:"life,omitzero"`
 
 	Faults []Window `json:"faults,omitempty"`
 	Marks  []Mark   `json:"marks,omitempty"`
@@ -98,6 +100,30 @@ type Measures struct {
 	ExpiredRunning []int   `json:"expired_running"`
 	ReadyWaiting   []int   `json:"ready_waiting"`
 	OldestReady    []int64 `json:"oldest_ready"`
+}
+
+// Life is what a run did of a job's life beyond its claim and completion. Only answers that
+// came back count.
+type Life struct {
+	// Failures were accepted (one row), Final of them not retryable; Retries are claims that took
+	// a job again after an accepted failure of it.
+	Failures int `json:"failures"`
+	Final    int `json:"final"`
+	Retries  int `json:"retries"`
+	// Dead are the jobs whose last observation shows them dead.
+	Dead int `json:"dead"`
+	// Renewals were accepted: a claim's renewal that changed its row, or a heartbeat's job.
+	Renewals  int `json:"renewals"`
+	Scheduled int `json:"scheduled"` // jobs enqueued to run later
+	// Effects were written in transactions that committed; InTable is the business table's
+	// count of them at its last reading (-1: never read).
+	Effects int   `json:"effects"`
+	InTable int64 `json:"in_table"`
+}
+
+// any reports whether the run did any of it.
+func (l Life) any() bool {
+	return l.Failures+l.Retries+l.Dead+l.Renewals+l.Scheduled+l.Effects > 0 || l.InTable > 0
 }
 
 // Summary is a distribution of durations.
@@ -187,6 +213,7 @@ func Compute(r *Run, buckets int) *Measures {
 		}
 	}
 	m.ClaimLatency = summarize(claimLat)
+	m.Life = life(r.Ops)
 	m.jobs(r.Ops, n, bucket)
 	m.Faults = windows(r.Faults, r.Ops, m.End)
 	m.Marks = r.Marks
@@ -568,3 +595,64 @@ func (m *Measures) afterMark() string {
 }
 
 func strconvMean(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// life counts the lifecycle's operations: failures, the claims that retried them, dead jobs,
+// renewals, jobs scheduled for later, effects committed and the business table's last count.
+func life(ops []Op) Life {
+	l := Life{InTable: -1}
+	failed := map[int64]bool{}      // jobs with an accepted failure no claim has taken since
+	final := map[int64]*Op{}        // each job's last observation
+	counted := map[int64]*Op{}      // each job's last effects reading
+	byCall := make([]*Op, len(ops)) // ops in call order
+	for i := range ops {
+		byCall[i] = &ops[i]
+	}
+	sort.SliceStable(byCall, func(i, j int) bool { return byCall[i].Call < byCall[j].Call })
+	for _, o := range byCall {
+		in, out := o.Input, o.Output
+		if o.Return == Never || out.Outcome != model.Returned {
+			continue
+		}
+		switch in.Kind {
+		case model.OpFail:
+			if out.Rows == 1 {
+				l.Failures++
+				if !in.Retryable {
+					l.Final++
+				}
+				failed[in.Job] = true
+			}
+		case model.OpClaim:
+			if out.Found && failed[out.Job] {
+				l.Retries++
+				failed[out.Job] = false
+			}
+		case model.OpRenew:
+			if out.Rows == 1 || out.Found {
+				l.Renewals++
+			}
+		case model.OpEnqueue:
+			if in.Delay > 0 {
+				l.Scheduled++
+			}
+		case model.OpEffect:
+			l.Effects++
+		case model.OpEffects:
+			counted[in.Job] = o
+		case model.OpObserve:
+			final[in.Job] = o
+		}
+	}
+	for _, o := range final {
+		if o.Output.Found && o.Output.State == model.Dead {
+			l.Dead++
+		}
+	}
+	if len(counted) > 0 {
+		l.InTable = 0
+		for _, o := range counted {
+			l.InTable += o.Output.Rows
+		}
+	}
+	return l
+}

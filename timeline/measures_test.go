@@ -3,6 +3,9 @@ package timeline
 import (
 	"reflect"
 	"testing"
+	"time"
+
+	"pgqcheck/model"
 )
 
 func TestComputeHandmade(t *testing.T) {
@@ -93,5 +96,39 @@ func TestFaultWindows(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("windows:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// The lifecycle's measures: a failure retried by the next claim, a final one leaving its job
+// dead, a renewal, a job scheduled for later, an effect committed beside one rolled back, and
+// the business table read.
+func TestComputeLifecycle(t *testing.T) {
+	op := func(call int64, in model.Input, out model.Output) Op {
+		return Op{Session: "w0", Input: in, Output: out, Call: call * ms, Return: (call + 1) * ms}
+	}
+	run := &Run{Clock: "ns", Ops: []Op{
+		op(0, model.Input{Kind: model.OpEnqueue}, model.Output{Job: 1}),
+		op(2, model.Input{Kind: model.OpEnqueue, Delay: time.Second}, model.Output{Job: 2}),
+		op(4, model.Input{Kind: model.OpClaim}, model.Output{Found: true, Job: 1, Gen: 1}),
+		op(6, model.Input{Kind: model.OpFail, Job: 1, Gen: 1, Retryable: true}, model.Output{Rows: 1}),
+		op(8, model.Input{Kind: model.OpClaim}, model.Output{Found: true, Job: 1, Gen: 2}),
+		op(10, model.Input{Kind: model.OpRenew, Job: 1, Gen: 2}, model.Output{Rows: 1}),
+		op(12, model.Input{Kind: model.OpEffect, Job: 1}, model.Output{}),
+		op(14, model.Input{Kind: model.OpComplete, Job: 1, Gen: 2}, model.Output{Rows: 1}),
+		op(16, model.Input{Kind: model.OpClaim}, model.Output{Found: true, Job: 2, Gen: 1}),
+		op(18, model.Input{Kind: model.OpEffect, Job: 2}, model.Output{Outcome: model.Aborted}),
+		op(20, model.Input{Kind: model.OpFail, Job: 2, Gen: 1}, model.Output{Rows: 1}),
+		op(22, model.Input{Kind: model.OpObserve, Job: 1}, model.Output{Found: true, State: model.Done, Gen: 2}),
+		op(22, model.Input{Kind: model.OpObserve, Job: 2}, model.Output{Found: true, State: model.Dead, Gen: 1}),
+		op(24, model.Input{Kind: model.OpEffects, Job: 1}, model.Output{Rows: 1}),
+		op(24, model.Input{Kind: model.OpEffects, Job: 2}, model.Output{}),
+	}}
+	got := Compute(run, 10).Life
+	want := Life{Failures: 2, Final: 1, Retries: 1, Dead: 1, Renewals: 1, Scheduled: 1, Effects: 1, InTable: 1}
+	if got != want {
+		t.Errorf("lifecycle measures %+v, want %+v", got, want)
+	}
+	if none := Compute(handmade(), 10).Life; none.any() {
+		t.Errorf("a run without a lifecycle measures %+v", none)
 	}
 }

@@ -444,6 +444,18 @@ func (p *page) tables() {
 	}
 	row("attempts per job", att, "claims that returned the job")
 	row("rejected completions", fmt.Sprintf("%d of %d", m.RejectedCompletions, m.RejectedCompletions+m.Completions), "completions that came back having changed no row")
+	if l := m.Life; l.any() {
+		row("failures", fmt.Sprintf("%d (%d final)", l.Failures, l.Final), "failures the queue accepted (one row); final: not retryable")
+		row("retries", fmtInt(int64(l.Retries)), "claims that took a job again after an accepted failure of it")
+		row("dead jobs", fmtInt(int64(l.Dead)), "jobs whose last observation shows them dead")
+		row("renewals", fmtInt(int64(l.Renewals)), "renewals accepted: a claim's that changed its row, a heartbeat's per job extended")
+		row("scheduled jobs", fmtInt(int64(l.Scheduled)), "jobs enqueued to run later")
+		table := "never read"
+		if l.InTable >= 0 {
+			table = fmt.Sprintf("%d in the business table at its last reading", l.InTable)
+		}
+		row("effects", fmt.Sprintf("%d committed; %s", l.Effects, table), "business effects written in transactions that committed")
+	}
 	p.f("</table>\n<h2>Per operation kind</h2>\n<table id=\"kinds-table\"><tr><th>kind</th><th>statements</th><th>no answer</th><th>p50</th><th>p99</th><th>max</th><th>per second</th></tr>\n")
 	secs := float64(m.End-m.Start) / 1e9
 	for _, k := range m.Kinds {

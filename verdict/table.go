@@ -20,8 +20,11 @@ var (
 // NotPromisedWhat names what a not-promised property's findings are, for "N ... observed".
 func NotPromisedWhat(p model.Property, n int) string {
 	what := "breach"
-	if p == model.PFencing {
+	switch p {
+	case model.PFencing:
 		what = "stale completion"
+	case model.PExternal:
+		what = "duplicate effect"
 	}
 	if n != 1 {
 		what += "s"

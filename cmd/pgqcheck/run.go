@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"pgqcheck/campaign"
+	"pgqcheck/effectdest"
 )
 
 const runDetails = `A campaign: every worker gets a database of its own and runs rounds until the duration is up, a
@@ -46,6 +48,7 @@ func runCampaign(c *cli, args []string) error {
 	crash := fs.Bool("crash", false, "crash rounds: each stress round kills -9 the server once and restarts it (needs --mode stress, --workers 1, PGQCHECK_PG=local or docker)")
 	shrink := fs.Duration("shrink-time", 30*time.Second, "time rapid may spend shrinking a failure before saving it")
 	planSizes := fs.String("plan-sizes", "10000,100000", "done-row counts at which to measure the claim's cost (property 10) after the campaign; empty: skip")
+	dest := fs.String("dest", "", "sequential modes: workers call a destination with each job's external effect between claim and completion, one of "+fmt.Sprint(effectdest.Modes)+" (property 17; empty: none)")
 	root := fs.String("corpus", "", "module root under whose testdata/ failing cases are saved (default: the pgqcheck module above the working directory)")
 	var qf queueFlags
 	qf.add(fs)
@@ -78,6 +81,9 @@ func runCampaign(c *cli, args []string) error {
 		}
 		*workers = 1
 	}
+	if *dest != "" && !slices.Contains(effectdest.Modes, effectdest.Mode(*dest)) {
+		return usageErrorf("run: --dest %q: want one of %v", *dest, effectdest.Modes)
+	}
 	q, err := qf.load("run")
 	if err != nil {
 		return err
@@ -104,7 +110,7 @@ func runCampaign(c *cli, args []string) error {
 	c.sig.onSoft("pgqcheck: stopping after the current round and writing the report (press Ctrl-C again to abandon the round)")
 	rep, err := campaign.Run(c.sig.soft, c.sig.hard, campaign.Config{
 		Server: srv, Queue: q, Mode: mode, Workers: *workers, Seed: *seed, Duration: *duration, KeepGoing: *keepGoing,
-		ShrinkTime: *shrink, PlanSizes: sizes, Root: corpus, ReportDir: repDir, Crash: *crash,
+		ShrinkTime: *shrink, PlanSizes: sizes, Root: corpus, ReportDir: repDir, Crash: *crash, Dest: effectdest.Mode(*dest),
 		Log: c.stdout, Progress: c.stderr, TTY: c.stderr == os.Stderr && isTerminal(os.Stderr),
 	})
 	if rep == nil {

@@ -24,6 +24,21 @@ func CountOps(h *history.History) program.Counts {
 		case model.OpEnqueue:
 			if out.Outcome == model.Returned {
 				c.Enqueued++
+				if in.Delay > 0 {
+					c.Scheduled++
+				}
+			}
+		case model.OpFail:
+			if out.Outcome == model.Returned && out.Rows == 1 {
+				c.Failures++
+			}
+		case model.OpRenew:
+			if out.Outcome == model.Returned && (out.Rows == 1 || out.Found) {
+				c.Renewals++
+			}
+		case model.OpEffect:
+			if out.Outcome == model.Returned {
+				c.Effects++
 			}
 		case model.OpClaim:
 			if program.TimedLease(in.Lease) && out.Outcome != model.NotSent {

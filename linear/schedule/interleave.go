@@ -204,12 +204,15 @@ func (r *scheduledRun) describeInFlight() string {
 func (r *scheduledRun) recordReturned(sess *scheduledSession) error {
 	f := sess.inFlight
 	res := f.Wait()
-	sess.inFlight = nil
+	sess.inFlight, sess.last = nil, f.Stmt
 	sess.state.Busy = false
 	sess.results = append(sess.results, res)
 	answer := answerText(f.Stmt, res, sess.waited)
 	pid, connections := sess.client.PID(), sess.client.Connections()
 	v := sess.client.RecordAnswer(f)
+	if v != nil && pgerr.Code(res.Err) == "40P01" {
+		v = r.deadlock(sess, f.Stmt, res.Err)
+	}
 	// Lost: also when the client reconnected at once (a session whose claims held its
 	// transaction waits for its old backend to be gone that way).
 	lost := !sess.client.Connected() || sess.client.Connections() != connections

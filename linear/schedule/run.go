@@ -48,6 +48,7 @@ type scheduledSession struct {
 	parts      []program.Op // what is left of its current operation
 	undrawn    int          // suffix operations not drawn yet
 	inFlight   *record.Flight
+	last       program.Stmt        // the last statement that returned
 	traceIndex int                 // the trace line of the statement in flight
 	waited     bool                // it was seen waiting for a row lock
 	proxyFault *program.ProxyFault // a proxy fault waiting for the session's next statement

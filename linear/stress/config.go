@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"pgqcheck/effectdest"
 	"pgqcheck/linear/check"
 	"pgqcheck/linear/history"
 	"pgqcheck/program"
@@ -38,6 +39,10 @@ type Config struct {
 	// while the traffic runs (see crashRounds). It must serve this run alone.
 	Crash   Crasher
 	Crashes int
+	// Dest is the URL of a destination (effectdest) that workers call with a job's external
+	// effect before each completion, its calls now and then faulted; the run then judges what
+	// it holds (property 17). "": none.
+	Dest string
 }
 
 func (c Config) withDefaults() Config {
@@ -82,6 +87,8 @@ type Result struct {
 	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
 	CheckTime time.Duration
 	Crashes   []CrashRound // the crash rounds, when Config.Crash was set
+	// Dest is what the destination held after the drain, when Config.Dest was set.
+	Dest effectdest.Counts
 }
 
 // Failed reports whether the run found a violation.

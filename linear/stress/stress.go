@@ -2,18 +2,23 @@ package stress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
 
+	"pgqcheck/effectdest"
 	"pgqcheck/faultproxy"
 	"pgqcheck/linear/check"
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/record"
 	"pgqcheck/linear/report"
+	"pgqcheck/model"
 	"pgqcheck/program"
+	"pgqcheck/program/external"
+	"pgqcheck/program/lifecycle"
 	"pgqcheck/sut"
 )
 
@@ -88,7 +93,7 @@ func (r *run) dialActors() error {
 			return err
 		}
 		w := &worker{actor: newActor(c, q), rng: rngFor()}
-		w.halt = r.halt
+		w.halt, w.world.Dest = r.halt, cfg.Dest
 		r.workers = append(r.workers, w)
 	}
 	enq, err := r.dial("enqueuer", nil)
@@ -108,6 +113,8 @@ func (r *run) dialActors() error {
 		}
 		r.rescuer = &rescuer{actor: newActor(c, q), rng: rngFor()}
 	}
+	// Drawn last, so that a seed draws for the others what it drew before the enqueuer drew.
+	r.enqRng = rngFor()
 	return nil
 }
 
@@ -189,8 +196,20 @@ func (r *run) drain() error {
 		return fmt.Errorf("drain: %w", err)
 	}
 	d.world.Jobs, d.world.Lease, d.strict = ids, r.cfg.Lease, true
+	// The drain waits for the last job the traffic scheduled (a run-at delay, a backoff).
+	d.world.DueBy = r.enqueuer.world.DueBy
+	for _, w := range r.workers {
+		d.world.DueBy = max(d.world.DueBy, w.world.DueBy)
+	}
 	if err := (program.Drain{S: drainer.Name}).Run(ctx, d); err != nil {
 		return fmt.Errorf("drain: %w", err)
+	}
+	// The business table, read once every job has ended: one effect per committed completion
+	// with it (property 16), which the history then judges.
+	if count := (lifecycle.CountEffects{S: drainer.Name}); count.Applicable(d.world) {
+		if _, err := d.Do(ctx, count); err != nil {
+			return fmt.Errorf("drain: %w", err)
+		}
 	}
 	return nil
 }
@@ -208,12 +227,54 @@ func (r *run) judge(res *Result) {
 		res.Counts.RealPauses += int64(w.pauses)
 		res.Counts.PausedMillis += w.slept.Milliseconds()
 		res.Counts.TxnClaims += int64(w.txnClaims)
+		res.Counts.Calls += int64(w.calls)
+		res.Counts.Retries += int64(w.callRetries)
 	}
 	t0 := time.Now()
 	res.Verdict = check.Check(h, cfg.CheckTimeout)
 	res.CheckTime = time.Since(t0)
+	r.judgeDest(res, h)
 	res.Counts.NotPromised = int64(len(res.Verdict.NotPromised))
 	res.Measures = report.Measures(h)
+}
+
+// judgeDest judges what the run's destination holds after the drain against each job's last
+// observation (property 17): duplicates at one that does not fence are counted, not promised.
+func (r *run) judgeDest(res *Result, h *history.History) {
+	if r.cfg.Dest == "" {
+		return
+	}
+	d, err := effectdest.Read(r.ctx, r.cfg.Dest)
+	if err != nil {
+		res.Verdict.OK = false
+		res.Verdict.Problems = append(res.Verdict.Problems, "harness: reading the destination: "+err.Error())
+		return
+	}
+	res.Dest = d
+	final := map[int64]history.Op{}
+	for _, o := range h.Ops {
+		if o.Input.Kind == model.OpObserve && o.Output.Outcome == model.Returned {
+			if p, ok := final[o.Input.Job]; !ok || o.Call >= p.Call {
+				final[o.Input.Job] = o
+			}
+		}
+	}
+	for _, c := range d.Jobs {
+		res.Counts.Duplicates += int64(c.Duplicates())
+	}
+	res.Verdict.NotPromised = append(res.Verdict.NotPromised, external.Duplicates(d)...)
+	err = external.CheckDone(d, func(id int64) bool {
+		o, ok := final[id]
+		return ok && o.Output.Found && o.Output.State == model.Done
+	})
+	var v *model.Violation
+	if errors.As(err, &v) {
+		res.Verdict.OK = false
+		res.Verdict.Problems = append(res.Verdict.Problems, v.Error())
+		if res.Verdict.Violation == nil {
+			res.Verdict.Violation = v
+		}
+	}
 }
 
 // writeReport writes a failing run's report folder under ReportDir, or a passing run's into

@@ -13,6 +13,8 @@ import (
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/record"
 	"pgqcheck/program"
+	"pgqcheck/program/external"
+	"pgqcheck/program/lifecycle"
 	"pgqcheck/sut"
 )
 
@@ -100,7 +102,8 @@ type run struct {
 
 	workers  []*worker
 	enqueuer *actor
-	chaos    *chaos // nil: a run without faults
+	enqRng   *rand.Rand // whether the enqueuer's next job is due later
+	chaos    *chaos     // nil: a run without faults
 	rescuer  *rescuer
 
 	mu      sync.Mutex
@@ -223,6 +226,8 @@ type worker struct {
 	paused atomic.Pointer[program.Token]
 	// txnClaims are the claim transactions it kept open across a lease's edge.
 	txnClaims int
+	// calls of the run's destination answered, and of them sent again after a lost reply.
+	calls, callRetries int
 }
 
 func (r *run) work(w *worker) {
@@ -270,8 +275,12 @@ func (r *run) work(w *worker) {
 			time.Sleep(d)
 			w.paused.Store(nil)
 		}
+		if w.lifecycle(ctx) {
+			continue
+		}
 		switch drawKind(w.rng, generate.AfterClaimWeights) {
 		case "complete":
+			w.callEffect(ctx, 0)
 			w.one(ctx, program.Complete{S: name})
 		case "crash": // forget every token; the jobs wait for an expiry or the drain
 			w.Do(ctx, program.Crash{W: name})
@@ -281,7 +290,83 @@ func (r *run) work(w *worker) {
 				w.session.Holding = false
 			}
 		case "complete older": // a restarted worker presenting an older token
-			w.one(ctx, program.Complete{S: name, Back: w.rng.IntN(len(w.session.Tokens))})
+			back := w.rng.IntN(len(w.session.Tokens))
+			w.callEffect(ctx, back)
+			w.one(ctx, program.Complete{S: name, Back: back})
+		}
+	}
+}
+
+// callEffect calls the run's destination, where it has one, with the external effect of the
+// worker's token back places before its newest, the call faulted as generate.CallFaultWeights
+// draws.
+func (w *worker) callEffect(ctx context.Context, back int) {
+	call := external.Call{S: w.client.Name, Back: back}
+	if !call.Applicable(w.world) {
+		return
+	}
+	switch k := faultproxy.Kind(drawKind(w.rng, generate.CallFaultWeights)); k {
+	case faultproxy.DropReply, faultproxy.Cut:
+		call.Fault = faultproxy.Fault{Kind: k}
+	case faultproxy.DelayReply:
+		call.Fault = faultproxy.Fault{Kind: k, For: generate.ScheduledHolds[w.rng.IntN(len(generate.ScheduledHolds))]}
+	}
+	if rs, err := w.Do(ctx, call); err == nil && len(rs) == 1 && rs[0].Err == nil {
+		w.calls++
+		if rs[0].Out.Rows > 1 {
+			w.callRetries++
+		}
+	}
+}
+
+// lifecycle draws what the worker does with the job it claimed beyond the seed's completion,
+// where the queue ships it (generate.LifeWeights): renews its lease and goes on, or fails the
+// job or completes it with its business effect instead. It reports whether the job is done
+// with.
+func (w *worker) lifecycle(ctx context.Context) bool {
+	name := w.client.Name
+	switch drawKind(w.rng, generate.LifeWeights) {
+	case "renew":
+		var op program.Step = lifecycle.Renew{S: name}
+		if w.world.Life.WorkerLease {
+			op = lifecycle.Heartbeat{S: name}
+		}
+		if op.Applicable(w.world) {
+			w.Do(ctx, op)
+		}
+	case "fail":
+		if op := (lifecycle.Fail{S: name, Final: w.rng.IntN(4) == 0}); op.Applicable(w.world) {
+			w.Do(ctx, op)
+			return true
+		}
+	case "effect":
+		if op := (lifecycle.WithEffect{S: name}); op.Applicable(w.world) {
+			w.transaction(ctx, op)
+			return true
+		}
+	}
+	return false
+}
+
+// transaction runs a transaction operation's parts one after another, rolling back where one
+// fails.
+func (w *worker) transaction(ctx context.Context, txn program.Compound) {
+	for _, part := range txn.Parts() {
+		if !part.Applicable(w.world) {
+			continue
+		}
+		var err error
+		switch p := part.(type) {
+		case program.Procedure:
+			err = p.Run(ctx, w)
+		case program.Step:
+			_, err = w.Do(ctx, p)
+		}
+		if err != nil {
+			if w.session.InTxn {
+				_, _ = w.Do(ctx, program.Rollback{S: w.client.Name})
+			}
+			return
 		}
 	}
 }
@@ -312,24 +397,7 @@ func (w *worker) acrossEdge(ctx context.Context, lease time.Duration) bool {
 		return false
 	}
 	w.txnClaims++
-	for _, part := range txn.Parts() {
-		if !part.Applicable(w.world) {
-			continue
-		}
-		var err error
-		switch p := part.(type) {
-		case program.Procedure:
-			err = p.Run(ctx, w)
-		case program.Step:
-			_, err = w.Do(ctx, p)
-		}
-		if err != nil {
-			if w.session.InTxn {
-				_, _ = w.Do(ctx, program.Rollback{S: name})
-			}
-			return true
-		}
-	}
+	w.transaction(ctx, txn)
 	return true
 }
 
@@ -378,7 +446,11 @@ func (r *run) enqueue(a *actor) {
 			continue
 		}
 		n++
-		if res := a.one(r.ctx, program.Enqueue{S: a.client.Name, N: 1}); res.Err == nil {
+		var op program.Step = program.Enqueue{S: a.client.Name, N: 1}
+		if later := (lifecycle.Later{S: a.client.Name, Delay: generate.LaterDelays[r.enqRng.IntN(len(generate.LaterDelays))]}); drawKind(r.enqRng, generate.EnqueueWeights) == "later" && later.Applicable(a.world) {
+			op = later
+		}
+		if res := a.one(r.ctx, op); res.Err == nil {
 			r.noteEnqueued(res.Out.Job)
 		}
 	}

@@ -1,0 +1,1 @@
+SELECT job_id, count(*) FROM transfers GROUP BY job_id ORDER BY job_id

@@ -1,0 +1,1 @@
+INSERT INTO jobs(payload) VALUES ($1) RETURNING id
