@@ -169,6 +169,9 @@ func TestScheduledRealTimeRun(t *testing.T) {
 		if miss := premise(s.lastHistory); miss != "" {
 			return miss
 		}
+		if miss := completedInLease(s.lastHistory, "s1", 250*time.Millisecond); miss != "" {
+			return miss
+		}
 		trace := s.Trace()
 		t.Logf("\n%s", trace)
 		for _, want := range [][]string{
@@ -282,6 +285,14 @@ s2 begin; pause 20ms; claim lease 250ms; pause 30ms; complete it; commit
 		if s.Counts.RealPauses != 3 {
 			return fmt.Sprintf("%d of the 3 pauses slept:\n%s", s.Counts.RealPauses, s.Trace())
 		}
+		for _, c := range []struct {
+			session string
+			lease   time.Duration
+		}{{"s1", 100 * time.Millisecond}, {"s2", 250 * time.Millisecond}} {
+			if miss := completedInLease(s.lastHistory, c.session, c.lease); miss != "" {
+				return miss
+			}
+		}
 		judgeWaitersInFlight(t, s)
 		return ""
 	})
@@ -329,6 +340,29 @@ func judgeWaitersInFlight(t *testing.T, s *Scheduler) {
 	if v := check.Check(s.lastHistory, time.Minute); !v.OK {
 		t.Fatalf("the history does not check: %s", v)
 	}
+}
+
+// completedInLease is a timing premise: the completion of the job that session's claim with
+// lease took landed before that lease could end, as the measured windows place both. A pause
+// that overran on a loaded machine makes it miss, with the figures.
+func completedInLease(h *history.History, session string, lease time.Duration) string {
+	var claim, done *history.Op
+	for i, o := range h.Ops {
+		switch {
+		case o.Session != session:
+		case o.Input.Kind == model.OpClaim && o.Input.Lease == lease && o.Output.Found:
+			claim = &h.Ops[i]
+		case o.Input.Kind == model.OpComplete && claim != nil && o.Input.Job == claim.Output.Job && o.Input.Gen == claim.Output.Gen:
+			done = &h.Ops[i]
+		}
+	}
+	if claim == nil || done == nil {
+		return fmt.Sprintf("%s's claim with a %v lease or its completion did not run", session, lease)
+	}
+	if end := claim.Input.At.Shift(lease); done.Input.At.To >= end.From {
+		return fmt.Sprintf("%s's completion ran in %s, not before its %v lease could end (%s)", session, done.Input.At, lease, end)
+	}
+	return ""
 }
 
 // hasLine reports whether a line of the trace holds every one of parts.
