@@ -12,14 +12,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"pgqcheck/verdict"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"pgqcheck/internal/pgerr"
 	"pgqcheck/internal/textfmt"
@@ -272,16 +269,10 @@ func (r *run) deadlock(i int, err error) *model.Violation {
 	if pgerr.Code(err) != "40P01" {
 		return model.Violate(model.PNoErrors, "%s's %s for job %d failed with SQLSTATE %s: %s", r.sessions[i].Name, file, r.tokens[i].ID, pgerr.Code(err), textfmt.OneLine(err.Error()))
 	}
-	var pg *pgconn.PgError
-	named := map[string]bool{}
-	if errors.As(err, &pg) {
-		for _, m := range processes.FindAllStringSubmatch(pg.Detail, -1) {
-			named[m[1]] = true
-		}
-	}
+	named := pgerr.DeadlockPIDs(err)
 	var others []string
 	for j, s := range r.sessions {
-		if j != i && named[fmt.Sprint(s.PID)] {
+		if j != i && named[s.PID] {
 			others = append(others, fmt.Sprintf("%s's %s for job %d", s.Name, r.effectOf(j).Name()+" ("+sut.FileEffect+")", r.tokens[j].ID))
 		}
 	}
@@ -291,10 +282,6 @@ func (r *run) deadlock(i int, err error) *model.Violation {
 	return model.Violate(model.PNoErrors, "deadlock (SQLSTATE 40P01) between %s's effect (%s) for job %d and %s, each in the transaction of its job's completion: they lock the business rows in opposite orders; Postgres aborted %s's",
 		r.sessions[i].Name, file, r.tokens[i].ID, strings.Join(others, ", "), r.sessions[i].Name)
 }
-
-// processes finds the backends a deadlock's detail names ("Process 12 waits for ...; blocked by
-// process 34.").
-var processes = regexp.MustCompile(`[Pp]rocess (\d+)`)
 
 func (r *run) finding(v *model.Violation) *verdict.Finding {
 	return &verdict.Finding{Violation: v, Queue: r.in.Queue.Name, Source: r.in.Queue.Source, Mode: Mode, Trace: numbered(r.out.Trace)}

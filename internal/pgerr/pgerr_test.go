@@ -24,3 +24,14 @@ func TestCode(t *testing.T) {
 		}
 	}
 }
+
+func TestDeadlockPIDs(t *testing.T) {
+	pg := &pgconn.PgError{Code: "40P01", Detail: "Process 12 waits for ShareLock on transaction 7; blocked by process 34.\nProcess 34 waits for ShareLock on transaction 8; blocked by process 12."}
+	got := DeadlockPIDs(fmt.Errorf("effect.sql failed: %w", pg))
+	if len(got) != 2 || !got[12] || !got[34] {
+		t.Fatalf("DeadlockPIDs = %v, want 12 and 34", got)
+	}
+	if got := DeadlockPIDs(errors.New("conn closed")); len(got) != 0 {
+		t.Fatalf("DeadlockPIDs of a client error = %v, want none", got)
+	}
+}

@@ -1,37 +1,24 @@
 package schedule
 
 import (
-	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"pgqcheck/internal/pgerr"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 )
-
-// processes finds the backends a deadlock's detail names ("Process 12 waits for ...; blocked
-// by process 34.").
-var processes = regexp.MustCompile(`[Pp]rocess (\d+)`)
 
 // deadlock is a statement that Postgres aborted in a deadlock (SQLSTATE 40P01) as a finding of
 // property 9 that names every statement of the cycle: the aborted one, and those of the run's
 // other sessions whose backends the error's detail names, in flight or just returned. Each
 // statement names its job, so the finding names the jobs.
 func (r *scheduledRun) deadlock(sess *scheduledSession, st program.Stmt, err error) *model.Violation {
-	var pg *pgconn.PgError
-	named := map[string]bool{}
-	if errors.As(err, &pg) {
-		for _, m := range processes.FindAllStringSubmatch(pg.Detail, -1) {
-			named[m[1]] = true
-		}
-	}
+	named := pgerr.DeadlockPIDs(err)
 	var others []string
 	for _, o := range r.sessions {
-		if o == sess || !named[fmt.Sprint(o.client.PID())] {
+		if o == sess || !named[o.client.PID()] {
 			continue
 		}
 		other := o.last
