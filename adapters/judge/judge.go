@@ -154,7 +154,7 @@ func Check(t *testing.T, rows []Row, want Want) {
 		if r.Verdict != w {
 			t.Errorf("%s: property %d (%s): %s, measured before: %s\n%s", r.Queue, r.Property, r.Property.Name(), r.Verdict, w, r.Program)
 		} else if r.Found > 0 {
-			t.Logf("%s: property %d (%s) %s, as measured: found by %d/%d seeds, median %s\n%s", r.Queue, r.Property, r.Property.Name(), r.Verdict, r.Found, r.Seeds, r.Median, r.Program)
+			t.Logf("%s: property %d (%s) %s, as measured: found by %d/%d runs, median %s\n%s", r.Queue, r.Property, r.Property.Name(), r.Verdict, r.Found, r.Seeds, r.Median, r.Program)
 		}
 	}
 }

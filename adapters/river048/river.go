@@ -15,7 +15,8 @@ import (
 // Name is the queue's registered name.
 var Name = riverq.Register("v0.48.0", fetch)
 
-// fetch: from v0.48.0 the executor's JobGetAvailable returns the jobs with their decode errors.
+// fetch: from v0.48.0 the executor's JobGetAvailable returns the jobs with their decode errors; an
+// adapter inserting only its own args has none.
 func fetch(ctx context.Context, exec riverdriver.Executor, p *riverdriver.JobGetAvailableParams) ([]*rivertype.JobRow, error) {
 	res, err := exec.JobGetAvailable(ctx, p)
 	if err != nil {
