@@ -1,0 +1,18 @@
+package gue
+
+import (
+	"os"
+	"testing"
+
+	"pgqcheck/adapters/judge"
+	"pgqcheck/sut/pgserver"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
+
+// gue v5.8.0, as measured.
+var want = judge.Want{}
+
+func TestVerdicts(t *testing.T) { judge.Judge(t, Name, Version, want) }
+
+func TestCounterexamples(t *testing.T) { judge.Replay(t, Name, judge.CasesDir) }
