@@ -217,11 +217,7 @@ func (q *Queue) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 // holder).
 func (q *Queue) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) {
 	q.mu.Lock()
-	ids, claims := make(map[string]int64, len(q.ids)), make(map[int64]int64, len(q.claims))
-	holders := make(map[int64]*handle, len(q.holder))
-	for k, v := range q.ids {
-		ids[k] = v
-	}
+	claims, holders := make(map[int64]int64, len(q.claims)), make(map[int64]*handle, len(q.holder))
 	for k, v := range q.claims {
 		claims[k] = v
 	}
@@ -243,15 +239,35 @@ func (q *Queue) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) 
 	if err != nil {
 		return nil, err
 	}
-	var out []model.Row
+	type read struct {
+		ulid   string
+		isFree bool
+	}
+	var reads []read
 	for rows.Next() {
-		var ulid string
-		var isFree bool
-		if err := rows.Scan(&ulid, &isFree); err != nil {
+		var r read
+		if err := rows.Scan(&r.ulid, &r.isFree); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		r := model.Row{ID: ids[ulid], State: model.Ready}
+		reads = append(reads, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// Numbers are given before the insert is sent, so the ones known once the rows are read
+	// name every row read.
+	q.mu.Lock()
+	ids := make(map[string]int64, len(reads))
+	for _, rd := range reads {
+		ids[rd.ulid] = q.ids[rd.ulid]
+	}
+	q.mu.Unlock()
+	var out []model.Row
+	for _, rd := range reads {
+		isFree := rd.isFree
+		r := model.Row{ID: ids[rd.ulid], State: model.Ready}
 		r.Generation = claims[r.ID]
 		// A locked row is running where a claim holds it. A lock no known claim holds is a
 		// locker's, or a claim's whose answer is on its way (the claim may follow this read).
@@ -259,10 +275,6 @@ func (q *Queue) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) 
 			r.State, r.LeaseLive, r.Generation = model.Running, true, h.gen
 		}
 		out = append(out, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	sortRows(out)
 	return out, nil
