@@ -153,10 +153,10 @@ func (q *Queue) Complete(ctx context.Context, c *pgx.Conn, id, gen int64) (int64
 		err = h.job.Done(ctx)
 	}
 	switch {
-	case errors.Is(err, pgx.ErrTxClosed) || errors.Is(err, adapter.ErrTxClosed) || (err != nil && h.c.IsClosed()):
-		return 0, nil
+	case errors.Is(err, pgx.ErrTxClosed) || errors.Is(err, adapter.ErrTxClosed):
+		return 0, nil // refused before anything was sent
 	case err != nil:
-		return 0, err
+		return 0, err // a lost reply to the commit leaves its outcome unknown
 	}
 	h.ended = true
 	q.release(id, h)
