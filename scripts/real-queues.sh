@@ -22,7 +22,7 @@ for mod in . river047 river048; do
 		PGQCHECK_REALQ_TABLE="$table" PGQCHECK_REALQ_KEEP="${REALQ_KEEP:-}" \
 		go test -count=1 -timeout 60m -run '^TestVerdicts$' -v ./... >"$log" 2>&1); then
 		echo "real-queues: $mod: verdicts differ from the ones go test asserts:" >&2
-		grep -E -- '--- FAIL|measured before' "$log" >&2 || cat "$log" >&2
+		grep -E -- '--- FAIL|measured before|harness|panic|_test.go:[0-9]+: ' "$log" | grep -v ' seed [0-9]*: ' >&2 || cat "$log" >&2
 	fi
 	rm -f "$log"
 done

