@@ -144,8 +144,9 @@ func caseFile(f *campaign.Failure) string {
 // Want is a queue's verdicts as measured, by property; a property left out must hold.
 type Want map[model.Property]string
 
-// Check fails the test where a row's verdict is not the one measured before. A broken promise
-// that is expected is still shown, with its program; a property that newly breaks fails.
+// Check fails the test where a property breaks that was measured to hold, or breaks otherwise
+// than measured (violated where not promised, or the reverse). An expected finding is shown
+// with its program; one this run did not reach is noted (its kept case replays it).
 func Check(t *testing.T, rows []Row, want Want) {
 	t.Helper()
 	for _, r := range rows {
@@ -153,9 +154,14 @@ func Check(t *testing.T, rows []Row, want Want) {
 		if !ok {
 			w = campaign.StatusHeld
 		}
-		if r.Verdict != w {
+		switch {
+		case r.Verdict == campaign.StatusHeld && w != campaign.StatusHeld:
+			// A short run need not find what a longer one did: the kept counterexample, which
+			// TestCounterexamples replays, is what shows it still breaks.
+			t.Logf("%s: property %d (%s) not broken in this run; measured before: %s", r.Queue, r.Property, r.Property.Name(), w)
+		case r.Verdict != w:
 			t.Errorf("%s: property %d (%s): %s, measured before: %s\n%s", r.Queue, r.Property, r.Property.Name(), r.Verdict, w, r.Program)
-		} else if r.Found > 0 {
+		case r.Found > 0:
 			t.Logf("%s: property %d (%s) %s, as measured: found by %d/%d runs, median %s\n%s", r.Queue, r.Property, r.Property.Name(), r.Verdict, r.Found, r.Seeds, r.Median, r.Program)
 		}
 	}
