@@ -30,4 +30,4 @@ echo "| queue | version | property | verdict | found by | median time to find |"
 echo "|---|---|---|---|---|---|"
 sort -t$'\t' -k1,1 -k3,3n "$table" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6 }'
 echo
-echo "($seeds seeds x 3 modes (sequential, stress, scheduled), $budget each; $(go version | awk '{print $3}'))"
+X

@@ -245,8 +245,9 @@ var Modes = []string{"sequential", "stress", "scheduled"}
 // CasesDir is where a module keeps its counterexamples, relative to its test's package.
 const CasesDir = "testdata/cases"
 
-// Judge judges the named queue as the environment asks and checks its verdicts against want.
-func Judge(t *testing.T, name, version string, want Want) {
+// Judge judges the named queue in modes (nil: every mode) as the environment asks and checks
+// its verdicts against want.
+func Judge(t *testing.T, name, version string, modes []string, want Want) {
 	t.Helper()
 	n, budget := 1, 8*time.Second
 	if s := os.Getenv(EnvSeeds); s != "" {
@@ -265,7 +266,10 @@ func Judge(t *testing.T, name, version string, want Want) {
 	for i := range seeds {
 		seeds[i] = uint64(i + 1)
 	}
-	rows := Verdicts(t, name, version, Modes, seeds, budget)
+	if modes == nil {
+		modes = Modes
+	}
+	rows := Verdicts(t, name, version, modes, seeds, budget)
 	if path := os.Getenv(EnvTable); path != "" {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {

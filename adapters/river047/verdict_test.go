@@ -21,6 +21,6 @@ var want = judge.Want{
 	model.PDoneOnce:   campaign.StatusViolated,
 }
 
-func TestVerdicts(t *testing.T) { judge.Judge(t, Name, "v0.47.0", want) }
+func TestVerdicts(t *testing.T) { judge.Judge(t, Name, "v0.47.0", nil, want) }
 
 func TestCounterexamples(t *testing.T) { judge.Replay(t, Name, judge.CasesDir) }

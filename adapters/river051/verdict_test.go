@@ -18,6 +18,6 @@ var want = judge.Want{
 	model.PFencing:    campaign.StatusNotPromised,
 }
 
-func TestVerdicts(t *testing.T) { judge.Judge(t, Name, "v0.51.2", want) }
+func TestVerdicts(t *testing.T) { judge.Judge(t, Name, "v0.51.2", nil, want) }
 
 func TestCounterexamples(t *testing.T) { judge.Replay(t, Name, judge.CasesDir) }

@@ -42,13 +42,14 @@ const maxAttempts = 1000
 // JobGetAvailable, whose result type differs between River versions.
 type Fetch func(ctx context.Context, exec riverdriver.Executor, params *riverdriver.JobGetAvailableParams) ([]*rivertype.JobRow, error)
 
-// Promises is what River's documentation promises, as the model judges it (River v0.47.0 to
-// v0.51.2, README and docs/"Reliable workers"): jobs are run at least once, not exactly
-// once; a job running longer than RescueStuckJobsAfter is rescued and may run again
-// beside its first worker; a completion is made by job id on a running job, so a replaced
-// worker's completion is not refused (no fencing is promised); completed is a final state
-// (done once, done terminal); claims take jobs by priority and scheduled time, not by id; a
-// job is retried until its max attempts.
+// Promises is what River promises, as the model judges it (v0.47.0 to v0.51.2; the doc of
+// Config.RescueStuckJobsAfter in client.go, and the executor's completion): a job running longer
+// than RescueStuckJobsAfter is rescued and retried, which "can result in repeat or duplicate
+// execution" of a job still being worked, so a replaced worker may still run; a completion
+// sets a running job's state by id, with no attempt to compare, so a replaced worker's
+// completion is not refused (fencing is not promised); completed is final (done once, done
+// terminal); claims take jobs by priority and scheduled time, not by id; a job is retried until
+// its max attempts (not judged: see maxAttempts).
 var Promises = sut.Declared{
 	Order:       model.Any,
 	Shape:       model.Shape{RescueOnly: true, Unfenced: true},
