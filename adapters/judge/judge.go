@@ -218,13 +218,27 @@ func Replay(t *testing.T, name, dir string) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			got, shown := model.Property(0), r.Trace
+			switch {
+			case r.Finding != nil:
+				got = r.Finding.Property()
+			case r.History != nil && r.History.Violation != nil:
+				got, shown = r.History.Violation.Property, r.History.Text+"\n"+r.History.Explanation
+				// The failing job's timeline, for reading: where EnvHTML names a folder.
+				if dir := os.Getenv(EnvHTML); dir != "" {
+					html := filepath.Join(dir, strings.TrimSuffix(filepath.Base(f), ".json")+".html")
+					if _, err := campaign.CheckHistory(f, html); err != nil {
+						t.Errorf("writing %s: %v", html, err)
+					}
+				}
+			}
 			switch {
 			case r.Held():
 				t.Errorf("%s held on %s; it broke property %d when kept", f, name, p)
-			case r.Finding != nil && r.Finding.Property() != model.Property(p):
-				t.Errorf("%s broke property %d (%s), not %d", f, r.Finding.Property(), r.Finding.Violation, p)
+			case got != model.Property(p):
+				t.Errorf("%s broke property %d, not %d\n%s", f, got, p, shown)
 			default:
-				t.Logf("%s %s still breaks property %d\n%s", r.Kind, f, p, r.Trace)
+				t.Logf("%s %s still breaks property %d\n%s", r.Kind, f, p, shown)
 			}
 		})
 	}
@@ -237,6 +251,7 @@ const (
 	EnvBudget = "PGQCHECK_REALQ_BUDGET" // each campaign's duration (default 8s)
 	EnvTable  = "PGQCHECK_REALQ_TABLE"  // a file the rows are appended to, tab-separated
 	EnvKeep   = "PGQCHECK_REALQ_KEEP"   // non-empty: keep each counterexample under testdata/cases
+	EnvHTML   = "PGQCHECK_REALQ_HTML"   // a folder: replayed histories write their timeline there
 )
 
 // Modes are the suite's modes a real queue is judged in.
