@@ -273,6 +273,9 @@ func (cp *campaign) report() *Report {
 		Stress:        cp.tally.latestStress(),
 		NotPromised:   cp.tally.firstNotPromised(),
 	}
+	if f := rep.NotPromised; f != nil {
+		f.FoundAfterS = max(0, f.foundAt.Sub(cp.start).Seconds())
+	}
 	if cp.crashes != nil {
 		rep.Crashes = cp.crashes.snapshot()
 	}

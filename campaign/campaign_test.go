@@ -446,6 +446,10 @@ func TestCampaignReportsNotPromised(t *testing.T) {
 	if f := rep.NotPromised; f.Property != model.PFencing || f.Trace == "" || strings.Count(f.Program, "\n") > 6 {
 		t.Errorf("the example is property %d with a program of %d lines:\n%s", f.Property, strings.Count(f.Program, "\n"), f.Program)
 	}
+	// When it was found is measured as a violation's is: from the search's start, before reducing.
+	if f := rep.NotPromised; f.FoundAfterS <= 0 || f.FoundAfterS > rep.ElapsedS {
+		t.Errorf("the example was found after %.3fs of a %.3fs campaign", f.FoundAfterS, rep.ElapsedS)
+	}
 	for _, p := range rep.Properties {
 		if p.Number == model.PFencing && (p.Status != StatusNotPromised || p.Exercised != rep.Counts.NotPromised) {
 			t.Errorf("fencing: %s, %d exercised; want %s, %d", p.Status, p.Exercised, StatusNotPromised, rep.Counts.NotPromised)

@@ -156,8 +156,11 @@ func (h *seqHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 	// The first thing the queue is seen doing that it does not promise is kept once, reduced.
 	h.e.NotPromised = func(reduce func() *verdict.Finding) {
 		if !h.w.Tally.hasNotPromised() {
+			at := time.Now() // found now; reducing it is not finding it
 			np := reduce()
-			h.w.Tally.sawNotPromised(newFailure(np, string(np.Mode), 0, 0, seed))
+			fl := newFailure(np, string(np.Mode), 0, 0, seed)
+			fl.foundAt = at
+			h.w.Tally.sawNotPromised(fl)
 		}
 	}
 	f, st, err := h.e.Search(ctx, hunt.Settings{Seed: seed, Checks: checks, ShrinkTime: h.w.ShrinkTime}, h.w.Tally)

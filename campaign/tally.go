@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"sync"
+	"time"
 
 	"pgqcheck/program"
 )
@@ -27,6 +28,9 @@ func (t *Tally) sawNotPromised(f *Failure) bool {
 	defer t.mu.Unlock()
 	if t.notPromised != nil {
 		return false
+	}
+	if f.foundAt.IsZero() {
+		f.foundAt = time.Now()
 	}
 	t.notPromised = f
 	return true

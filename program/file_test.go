@@ -96,4 +96,18 @@ func TestClaimsAlone(t *testing.T) {
 	if txn.Applicable(w) {
 		t.Error("a claim transaction applies to a queue whose claims run alone")
 	}
+	// Nor a plain claim on a session whose transaction is open (a scheduled program's begin).
+	s := w.Session(WorkerName(1))
+	claim := Claim{S: s.Name}
+	if !claim.Applicable(w) {
+		t.Fatal("a claim outside any transaction does not apply")
+	}
+	s.InTxn = true
+	if claim.Applicable(w) {
+		t.Error("a claim inside an open transaction applies to a queue whose claims run alone")
+	}
+	w.ClaimsAlone = false
+	if !claim.Applicable(w) {
+		t.Error("a claim inside an open transaction does not apply to the seed's queue")
+	}
 }

@@ -291,7 +291,8 @@ func (o Claim) String() string {
 func (o Claim) On() string { return o.S }
 func (o Claim) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && outsideTxnWork(w, s) && (!TimedLease(o.Lease) || w.FixedLease == 0) && !(w.TxBound && (s.Holding || s.InTxn))
+	return ok && outsideTxnWork(w, s) && (!TimedLease(o.Lease) || w.FixedLease == 0) && !(w.TxBound && (s.Holding || s.InTxn)) &&
+		!(w.ClaimsAlone && s.InTxn)
 }
 func (o Claim) Stmts(w *World) []Stmt {
 	lease := o.Lease

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"pgqcheck/model"
 )
 
@@ -23,6 +25,9 @@ import (
 type backend interface {
 	// schema is the DDL run once in the fresh database.
 	schema() string
+	// install builds the schema in the fresh database on c: schema's DDL, or the queue's own
+	// migrator.
+	install(ctx context.Context, c *pgx.Conn) error
 	// ready checks the backend against the database schema made, before any session runs.
 	ready(ctx context.Context, in *Installed) error
 	// reset forgets what the backend keeps beside the database, once Reset emptied the queue.

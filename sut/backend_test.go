@@ -324,3 +324,66 @@ func diffLines(t *testing.T, who string, got, want []string) {
 		t.Errorf("%s answered\n\t%s\nwant\n\t%s", who, strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
 	}
 }
+
+// rescuedInGo is sqlInGo for a folder with a rescue step, building its schema as a Go queue's
+// own migrator would: the Go queue then rescues and installs as the folder does.
+type rescuedInGo struct {
+	*sqlInGo
+	migrated *int
+}
+
+func (g rescuedInGo) Migrate(ctx context.Context, c *pgx.Conn) error {
+	*g.migrated++
+	_, err := c.Exec(ctx, g.q.Schema, pgx.QueryExecModeSimpleProtocol)
+	return err
+}
+
+func (g rescuedInGo) Rescue(ctx context.Context, c *pgx.Conn) ([]int64, error) {
+	rows, _ := c.Query(ctx, g.q.Rescue)
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// A Go queue's migrator builds its schema, and its rescue step is the folder's: the same
+// answers to the same operations, rescue included.
+func TestGoMigratorAndRescuer(t *testing.T) {
+	q, err := sut.LoadDir(suttest.ModuleDir(t, "testdata/queues/rescued"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	migrated := new(int)
+	twin := sut.GoQueueOf(sut.GoDef{Name: "rescued-in-go", Declared: q.Declared,
+		New: func() sut.GoQueue { return rescuedInGo{&sqlInGo{q: q, resets: new(int)}, migrated} }})
+	if !twin.CanRescue() || twin.Declared != q.Declared {
+		t.Fatalf("Go twin declares %+v (rescues: %v), the folder %+v", twin.Declared, twin.CanRescue(), q.Declared)
+	}
+	run := func(q *sut.Queue) []string {
+		in := suttest.Install(t, q)
+		ctx := context.Background()
+		s, err := in.Connect(ctx, "a", sut.SessionOptions{LockTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var out []string
+		id, clk, err := s.Enqueue(ctx, `{}`)
+		out = append(out, answer(t, in, clk, err, "enqueue -> %d", id))
+		id, gen, ok, clk, err := s.Claim(ctx, time.Hour)
+		out = append(out, answer(t, in, clk, err, "claim -> %d %d %v", id, gen, ok))
+		ids, clk, err := s.Rescue(ctx)
+		out = append(out, answer(t, in, clk, err, "rescue -> %v", ids))
+		clk, err = s.Expire(ctx, 1)
+		out = append(out, answer(t, in, clk, err, "expire 1 ->"))
+		ids, clk, err = s.Rescue(ctx)
+		out = append(out, answer(t, in, clk, err, "rescue -> %v", ids))
+		id, gen, ok, clk, err = s.Claim(ctx, time.Hour)
+		out = append(out, answer(t, in, clk, err, "claim -> %d %d %v", id, gen, ok))
+		return out
+	}
+	want := run(q)
+	diffLines(t, "the rescued folder", want, []string{"enqueue -> 1 ok", "claim -> 1 1 true ok", "rescue -> [] ok",
+		"expire 1 -> ok", "rescue -> [1] ok", "claim -> 1 2 true ok"})
+	diffLines(t, "its Go twin", run(twin), want)
+	if *migrated != 1 {
+		t.Errorf("the Go twin's migrator ran %d times, want 1", *migrated)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"pgqcheck/internal/textfmt"
@@ -26,6 +27,10 @@ type folder struct {
 func openFolder(q *Queue) backend { return &folder{q: q} }
 
 func (f *folder) schema() string { return f.q.Schema }
+
+func (f *folder) install(ctx context.Context, c *pgx.Conn) error {
+	return execSchema(ctx, c, f.schema())
+}
 
 // ready prepares every statement and compares parameters and result columns with the contract.
 // The claim's columns decide how many token values complete.sql takes.

@@ -74,13 +74,25 @@ type (
 	GoRebuilder interface {
 		Rebuild(ctx context.Context, c *pgx.Conn) error
 	}
+	// GoMigrator is a GoQueue that builds its schema with its own migrator rather than a
+	// script: Migrate runs in place of Schema, on the harness's connection to the fresh
+	// database, and Schema then only names it in messages.
+	GoMigrator interface {
+		Migrate(ctx context.Context, c *pgx.Conn) error
+	}
+	// GoRescuer is a GoQueue with a maintenance step (rescue.sql): Rescue makes ready the
+	// running jobs whose lease is over and returns their ids. The suite runs it as an actor of
+	// its own, beside the workers, as a queue's leader process runs its maintenance services.
+	GoRescuer interface {
+		Rescue(ctx context.Context, c *pgx.Conn) (ids []int64, err error)
+	}
 )
 
 // GoDef registers a Go queue under a name.
 type GoDef struct {
 	Name string
 	// Declared is what the queue declares, as queue.json does for a folder; whether it can lock a
-	// job is read from its GoQueue (GoLocker), and a Go queue has no rescue step. TxBound is the
+	// job or rescue expired ones is read from its GoQueue (GoLocker, GoRescuer). TxBound is the
 	// form only a Go queue takes.
 	Declared Declared
 	// New makes the queue's state for one installed database (a transaction-bound queue keeps
@@ -127,6 +139,7 @@ func (d GoDef) queue() *Queue {
 	}
 	g := d.New()
 	_, q.locks = g.(GoLocker)
+	_, q.rescues = g.(GoRescuer)
 	lc := &q.Declared.Shape.Life
 	_, lc.On = g.(GoFailer)
 	_, lc.Renews = g.(GoRenewer)
@@ -192,6 +205,13 @@ type goBackend struct {
 
 func (b *goBackend) schema() string { return b.g.Schema() }
 
+func (b *goBackend) install(ctx context.Context, c *pgx.Conn) error {
+	if m, ok := b.g.(GoMigrator); ok {
+		return m.Migrate(ctx, c)
+	}
+	return execSchema(ctx, c, b.schema())
+}
+
 func (b *goBackend) ready(context.Context, *Installed) error {
 	return nil // its operations are Go code, not statements to prepare
 }
@@ -237,8 +257,14 @@ func (b *goBackend) expire(ctx context.Context, s *Session, id int64) (Clock, er
 	return clk, stmtErr(FileExpire, err)
 }
 
-func (b *goBackend) rescue(context.Context, *Session) ([]int64, Clock, error) {
-	return nil, Clock{}, lacks(b.q, FileRescue)
+func (b *goBackend) rescue(ctx context.Context, s *Session) ([]int64, Clock, error) {
+	g, ok := b.g.(GoRescuer)
+	if !ok {
+		return nil, Clock{}, lacks(b.q, FileRescue)
+	}
+	var ids []int64
+	clk, err := b.call(ctx, s, func(c *pgx.Conn) (err error) { ids, err = g.Rescue(ctx, c); return err })
+	return ids, clk, stmtErr(FileRescue, err)
 }
 
 func (b *goBackend) snapshot(ctx context.Context, s *Session) ([]model.Row, Clock, error) {

@@ -53,8 +53,7 @@ func (in *Installed) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Simple protocol: schema.sql may hold many statements.
-	if _, err := in.admin.Exec(ctx, in.be.schema(), pgx.QueryExecModeSimpleProtocol); err != nil {
+	if err := in.be.install(ctx, in.admin); err != nil {
 		return &ContractError{in.Queue.Source, FileSchema, "fails: " + textfmt.ErrLine(err)}
 	}
 	after, err := in.relations(ctx)
@@ -183,3 +182,9 @@ func connectVia(ctx context.Context, dsn, app string, dial DialFunc) (*pgx.Conn,
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// execSchema runs schema DDL; simple protocol, as schema.sql may hold many statements.
+func execSchema(ctx context.Context, c *pgx.Conn, ddl string) error {
+	_, err := c.Exec(ctx, ddl, pgx.QueryExecModeSimpleProtocol)
+	return err
+}
