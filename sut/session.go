@@ -215,10 +215,3 @@ func (s *Session) Sleep(ctx context.Context, d time.Duration) error {
 	_, err := s.conn.Exec(ctx, "SELECT pg_sleep($1)", d.Seconds())
 	return err
 }
-
-// DBNow is the database clock, clock_timestamp().
-func (s *Session) DBNow(ctx context.Context) (time.Time, error) {
-	var t time.Time
-	err := s.conn.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t)
-	return t, err
-}
