@@ -213,15 +213,16 @@ func (o Near) target(w *World) (time.Duration, bool) {
 	if o.Tight {
 		margin = TightGap
 		if !o.After {
-			// Before the statement that lands there come the runner's own steps (the sequential
-			// snapshot check after the pause), each about as long as the claim was.
-			margin = 2*TightGap + 3*(t.Until.To-t.Until.From)
+			// The statement that lands there takes about as long as the claim did, and its
+			// window may reach as far past the earliest end as the claim's was wide.
+			margin = 2*TightGap + 2*(t.Until.To-t.Until.From)
 		}
 	}
 	if o.After {
 		return t.Until.To + margin, true
 	}
-	return t.Until.From - margin, true
+	// Before it comes the runner's own check after the pause, as long as its last one.
+	return t.Until.From - margin - w.CheckCost, true
 }
 
 func (o Near) Applicable(w *World) bool {

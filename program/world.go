@@ -139,6 +139,11 @@ type World struct {
 	// Clock is the run's database time, which every statement's window is counted in (a
 	// concurrent run's recorder shares it).
 	Clock *dbtime.Clock
+	// CheckCost is how long the runner's own check after a step last took (a sequential
+	// program's snapshot and counts; zero where nothing runs between steps): a pause to just
+	// before a lease's edge ends that much earlier, so that the statement after it, not the
+	// check, lands where the pause aimed.
+	CheckCost time.Duration
 }
 
 // NewWorld returns a world with the named sessions; the first is the default one.

@@ -184,7 +184,9 @@ func (e *Env) Step(ctx context.Context, op program.Op) error {
 			Program: &program.Program{Header: map[string]string{}, Ops: e.Executed()}, Trace: e.Program(), Model: e.Model.String()})
 	}
 	if err == nil {
+		checked := time.Now()
 		err = e.Check(ctx)
+		e.W.CheckCost = time.Since(checked)
 	}
 	e.Last = err
 	return err
