@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/corpus"
 	"pgqcheck/internal/testflags"
 	"pgqcheck/mutant"
@@ -19,6 +17,7 @@ import (
 	"pgqcheck/sequential"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
+	"pgqcheck/verdict"
 )
 
 // propMutants are the mutants a Prop state machine must catch: Prop's, and PropLeaseTime's,

@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/hunt"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear/report"
@@ -16,6 +14,7 @@ import (
 	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
+	"pgqcheck/verdict"
 )
 
 // replaySaved replays, on an installed queue, every program saved under the module root's

@@ -12,14 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/corpus"
 	"pgqcheck/fuzz"
 	"pgqcheck/hunt"
 	"pgqcheck/linear/schedule"
 	"pgqcheck/program"
 	"pgqcheck/sut"
+	"pgqcheck/verdict"
 )
 
 // Where cases are kept, relative to the module root: saved programs (where TestPropPrograms

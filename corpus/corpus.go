@@ -13,13 +13,12 @@ import (
 	"sort"
 	"time"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/linear/schedule"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sequential"
 	"pgqcheck/sut"
+	"pgqcheck/verdict"
 )
 
 // Dir holds the corpus, relative to the module root: one folder per kind of case

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/fuzz"
 	"pgqcheck/internal/testflags"
 	"pgqcheck/linear/schedule"
@@ -17,6 +15,7 @@ import (
 	"pgqcheck/sequential"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
+	"pgqcheck/verdict"
 )
 
 // FuzzScheduled runs scheduled mode with its choices read from the input, one byte a choice:

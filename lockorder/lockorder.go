@@ -16,14 +16,13 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/internal/pgerr"
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/program/lifecycle"
 	"pgqcheck/sut"
+	"pgqcheck/verdict"
 )
 
 // Mode names the search of a lock-order finding, beside the program package's modes.

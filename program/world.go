@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"pgqcheck/dbtime"
-
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/model"
 	"pgqcheck/sut"

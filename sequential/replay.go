@@ -5,10 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/model"
 	"pgqcheck/program"
+	"pgqcheck/verdict"
 )
 
 // Replay runs a program from an empty queue, skipping operations that do not apply, and returns

@@ -5,10 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/linear/history"
 	"pgqcheck/model"
+	"pgqcheck/verdict"
 )
 
 // Verdict is what the checks concluded about a history.

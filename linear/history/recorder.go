@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"pgqcheck/dbtime"
-
 	"pgqcheck/model"
 )
 

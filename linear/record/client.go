@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 
 	"pgqcheck/dbtime"
-
 	"pgqcheck/faultproxy"
 	"pgqcheck/linear/history"
 	"pgqcheck/sut"

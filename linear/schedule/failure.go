@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/internal/textfmt"
 	"pgqcheck/linear/check"
 	"pgqcheck/linear/history"
@@ -16,6 +14,7 @@ import (
 	"pgqcheck/linear/report"
 	"pgqcheck/model"
 	"pgqcheck/program"
+	"pgqcheck/verdict"
 )
 
 // failWith ends the run with a broken promise seen directly.

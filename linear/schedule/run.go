@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/faultproxy"
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/record"
 	"pgqcheck/program"
 	"pgqcheck/sut"
+	"pgqcheck/verdict"
 )
 
 // scheduledRun is one run of a scheduled program: its sessions, the world its operations

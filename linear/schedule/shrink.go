@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"pgqcheck/verdict"
-
 	"pgqcheck/model"
 	"pgqcheck/sut"
+	"pgqcheck/verdict"
 )
 
 // The labels of the choices that ShrinkInput reads: how many prefix operations, whose each
