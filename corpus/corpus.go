@@ -72,6 +72,15 @@ type Replayer struct {
 // Trace is the last replayed program as it ran, with the queue's answers, held or not.
 func (r *Replayer) Trace() string { return r.trace }
 
+// Landings are where the last replayed sequential program's statements after its pauses to
+// just before a lease's edge ran, against where the pauses aimed them.
+func (r *Replayer) Landings() []program.Landing {
+	if r.Env == nil {
+		return nil
+	}
+	return r.Env.W.Approach.Landings
+}
+
 // Replay runs one case against the queue: nil when it held, the finding when it failed, an
 // error when the harness did.
 func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*verdict.Finding, error) {

@@ -221,8 +221,18 @@ func (o Near) target(w *World) (time.Duration, bool) {
 	if o.After {
 		return t.Until.To + margin, true
 	}
-	// Before it comes the runner's own check after the pause, as long as its last one.
-	return t.Until.From - margin - w.CheckCost, true
+	return t.Until.From - margin, true
+}
+
+// end is the database time the pause ends at: its target, or, before the edge, earlier by
+// how late the statement after such a pause has been landing (the runner's check after the
+// pause, the timer, the statement's trip to the server).
+func (o Near) end(w *World) (end, aim time.Duration, ok bool) {
+	aim, ok = o.target(w)
+	if !ok || o.After {
+		return aim, aim, ok
+	}
+	return aim - w.Approach.Delay(w.CheckCost), aim, true
 }
 
 func (o Near) Applicable(w *World) bool {
@@ -235,9 +245,13 @@ func (o Near) Applicable(w *World) bool {
 // guess costs a check's power, never a false alarm.
 func (o Near) Run(ctx context.Context, r Runner) error {
 	w := r.World()
-	at, ok := o.target(w)
+	at, aim, ok := o.end(w)
 	if !ok {
 		return nil
+	}
+	if !o.After {
+		t, _ := w.Session(o.W).Newest(0)
+		w.Approach.Pause(at, aim, t.Until.From)
 	}
 	if d := at - w.Clock.Estimate(); d > 0 {
 		return r.Sleep(ctx, d)

@@ -141,8 +141,10 @@ type World struct {
 	// CheckCost is how long the runner's own check after a step last took (a sequential
 	// program's snapshot and counts; zero where nothing runs between steps): a pause to just
 	// before a lease's edge ends that much earlier, so that the statement after it, not the
-	// check, lands where the pause aimed.
+	// check, lands where the pause aimed, until Approach has measured how late such statements
+	// land.
 	CheckCost time.Duration
+	Approach  Approach
 }
 
 // NewWorld returns a world with the named sessions; the first is the default one.
@@ -168,6 +170,7 @@ func (w *World) Reset() {
 	}
 	w.Jobs, w.Strays, w.Claims, w.payloads, w.DueBy = nil, nil, nil, 0, 0
 	w.Clock.Reset()
+	w.Approach.reset()
 }
 
 // Session returns the named session ("" is the default one).

@@ -175,6 +175,9 @@ func (e *Env) Step(ctx context.Context, op program.Op) error {
 	if e.timed && e.stepAt.From >= 0 {
 		line += "  @" + e.stepAt.String()
 	}
+	if l, ok := e.W.Approach.Next(e.stepAt); ok {
+		line += " (" + l.String() + ")"
+	}
 	e.Trace = append(e.Trace, line)
 	e.Ops = append(e.Ops, op)
 	if v := e.unpromised; v != nil {
