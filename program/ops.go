@@ -746,12 +746,36 @@ func (o Drain) Run(ctx context.Context, r Runner) error {
 			waited = true
 			continue
 		}
-		if _, err := r.Do(ctx, Complete{S: o.S}); err != nil {
+		done, err := r.Do(ctx, Complete{S: o.S})
+		if err != nil {
 			return err
+		}
+		if w.FixedLease != 0 && len(done) > 0 && done[0].Err == nil && done[0].Out.Rows == 0 {
+			// The queue's own lease ran out between the drain's claim and its completion (a
+			// loaded machine's stall): the job runs on a lapsed lease, and goes round again.
+			if err := o.relapse(ctx, r, c[0].Out.Job); err != nil {
+				return err
+			}
 		}
 	}
 	_, err = r.Do(ctx, Snapshot{S: o.S})
 	return err
+}
+
+// relapse ends the lease of a job whose drain completion was refused and rescues it, so the
+// drain's next claim takes it again.
+func (o Drain) relapse(ctx context.Context, r Runner, job int64) error {
+	w := r.World()
+	if e := (Expire{S: o.S, Job: job}); e.Applicable(w) {
+		if _, err := r.Do(ctx, e); err != nil {
+			return err
+		}
+	}
+	if rescue := (Rescue{S: o.S}); rescue.Applicable(w) {
+		_, err := r.Do(ctx, rescue)
+		return err
+	}
+	return nil
 }
 
 // ShortLease: worker W claims with a real 1 s lease, then completes either at once (Late=false:
