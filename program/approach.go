@@ -41,7 +41,7 @@ func (l Landing) Aimed() bool {
 }
 
 func (l Landing) String() string {
-	return fmt.Sprintf("aimed %s, lease ends %s", model.Stamp(l.Aim), model.Stamp(l.Edge))
+	return fmt.Sprintf("aimed %s, within %v before the lease's end %s", model.Stamp(l.Aim), 2*(l.Edge-l.Aim), model.Stamp(l.Edge))
 }
 
 // Delay is how long before its aim a pause ends: the median delay measured, or, before any
