@@ -15,6 +15,9 @@ import (
 //   - an acknowledged completion survives: a job done before the crash (its completion
 //     returned 1, or a snapshot saw it done) is done after the restart, is not claimed again
 //     and accepts no completion again;
+//   - an acknowledged expiry survives: a job expired before the crash after the claim of its
+//     newest generation returned, and touched by no claim, expiry, renewal or failure since,
+//     is not seen running live at that generation after the restart;
 //   - no generation goes back: after the restart no snapshot shows a job at a generation
 //     lower than one acknowledged before the crash, and no claim returns one at or below it;
 //   - leases keep running on the database clock: a job claimed with a timed lease before the
@@ -58,6 +61,7 @@ func acrossCrash(h *history.History, crash int64) []*model.Violation {
 	gen := map[int64]fact{}            // job -> the highest generation acknowledged
 	claims := map[int64][]history.Op{} // timed claims acknowledged before the crash, per job
 	writes := map[int64][]history.Op{} // claims naming the job, completions, expiries: anything that may change it
+	expired := map[int64]history.Op{}  // the last expiry acknowledged before the crash, per job
 	for _, o := range h.Ops {
 		in, out := o.Input, o.Output
 		if id, ok := model.JobOf(in, out); ok && out.Outcome != model.NotSent && out.Outcome != model.Aborted &&
@@ -72,6 +76,10 @@ func acrossCrash(h *history.History, crash int64) []*model.Violation {
 		switch {
 		case in.Kind == model.OpEnqueue:
 			existed[out.Job] = true
+		case in.Kind == model.OpExpire:
+			if e, ok := expired[in.Job]; !ok || o.Call > e.Call {
+				expired[in.Job] = o
+			}
 		case in.Kind == model.OpComplete && out.Rows == 1:
 			done[in.Job] = fact{fmt.Sprintf("completion of generation %d returned 1", in.Gen), o}
 		case in.Kind == model.OpObserve && out.Found && out.State == model.Done:
@@ -122,6 +130,9 @@ func acrossCrash(h *history.History, crash int64) []*model.Violation {
 		case in.Kind == model.OpClaim && res.Found && res.Gen <= g.op.Output.Gen:
 			out = append(out, model.Violate(model.PGenerations, "job %d was at generation %d before the crash (%s, by %s), and a claim after the restart returned generation %d: a generation was reused", id, g.op.Output.Gen, g.what, g.op.Session, res.Gen))
 		}
+		if e, ok := expired[id]; ok && hadGen && !h.Shape.NoGeneration && expiryLost(h, e, g.op, o) {
+			out = append(out, model.Violate(model.PRecovery, "job %d was expired before the crash (by %s, after %s returned), and a snapshot after the restart shows that generation's lease live: an acknowledged expiry was lost", id, e.Session, g.what))
+		}
 		if in.Kind == model.OpObserve && res.Found && res.State == model.Running {
 			for _, c := range claims[id] {
 				if v := leaseAcross(c, o, writes[id]); v != nil {
@@ -155,4 +166,30 @@ func leaseAcross(c, o history.Op, writes []history.Op) *model.Violation {
 		return model.Violate(model.PDBTime, "job %d: its %v lease, claimed at %v before the crash, ended by %v on the database clock, yet a snapshot after the restart at %v saw it live", c.Output.Job, lease, claimAt.To, claimAt.To+lease, seenAt.From)
 	}
 	return nil
+}
+
+// expiryLost reports whether snapshot o, taken after the restart, shows job running live at
+// the generation c (a claim, or a snapshot) saw, which expiry e ended before the crash: e was
+// called after c returned, and nothing that names the job and may claim, expire, renew or fail
+// it was called between e and o's return.
+func expiryLost(h *history.History, e, c, o history.Op) bool {
+	res := o.Output
+	if o.Input.Kind != model.OpObserve || !res.Found || res.State != model.Running || !res.Live ||
+		res.Gen != c.Output.Gen || e.Call < c.Return {
+		return false
+	}
+	for _, w := range h.Ops {
+		if w.Call <= e.Call || w.Call >= o.Return {
+			continue
+		}
+		switch w.Input.Kind {
+		case model.OpClaim, model.OpExpire, model.OpRenew, model.OpFail:
+			// A claim whose answer was lost may have taken the job, but at a newer generation
+			// than the snapshot's.
+			if id, ok := model.JobOf(w.Input, w.Output); ok && id == e.Input.Job {
+				return false
+			}
+		}
+	}
+	return true
 }
