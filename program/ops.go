@@ -711,19 +711,14 @@ func (o Drain) Run(ctx context.Context, r Runner) error {
 	if err != nil {
 		return err
 	}
+	var running []int64
 	for _, row := range res[0].Rows {
 		if row.State == "running" {
-			if e := (Expire{S: o.S, Job: row.ID}); e.Applicable(w) {
-				if _, err := r.Do(ctx, e); err != nil {
-					return err
-				}
-			}
+			running = append(running, row.ID)
 		}
 	}
-	if rescue := (Rescue{S: o.S}); rescue.Applicable(w) {
-		if _, err := r.Do(ctx, rescue); err != nil {
-			return err
-		}
+	if err := o.lapse(ctx, r, running...); err != nil {
+		return err
 	}
 	for i, waited := 0, false; i <= len(res[0].Rows)+len(w.Jobs)+4; i++ {
 		c, err := r.Do(ctx, Claim{S: o.S})
@@ -753,7 +748,7 @@ func (o Drain) Run(ctx context.Context, r Runner) error {
 		if w.FixedLease != 0 && len(done) > 0 && done[0].Err == nil && done[0].Out.Rows == 0 {
 			// The queue's own lease ran out between the drain's claim and its completion (a
 			// loaded machine's stall): the job runs on a lapsed lease, and goes round again.
-			if err := o.relapse(ctx, r, c[0].Out.Job); err != nil {
+			if err := o.lapse(ctx, r, c[0].Out.Job); err != nil {
 				return err
 			}
 		}
@@ -762,13 +757,14 @@ func (o Drain) Run(ctx context.Context, r Runner) error {
 	return err
 }
 
-// relapse ends the lease of a job whose drain completion was refused and rescues it, so the
-// drain's next claim takes it again.
-func (o Drain) relapse(ctx context.Context, r Runner, job int64) error {
+// lapse ends the leases of jobs and rescues them, so the drain's claims take them.
+func (o Drain) lapse(ctx context.Context, r Runner, jobs ...int64) error {
 	w := r.World()
-	if e := (Expire{S: o.S, Job: job}); e.Applicable(w) {
-		if _, err := r.Do(ctx, e); err != nil {
-			return err
+	for _, job := range jobs {
+		if e := (Expire{S: o.S, Job: job}); e.Applicable(w) {
+			if _, err := r.Do(ctx, e); err != nil {
+				return err
+			}
 		}
 	}
 	if rescue := (Rescue{S: o.S}); rescue.Applicable(w) {
