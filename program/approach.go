@@ -55,10 +55,10 @@ func (a *Approach) Delay(checkCost time.Duration) time.Duration {
 	return d[len(d)/2]
 }
 
-// Pause notes a pause that ends at end so that the next statement lands at aim, edge being the
-// lease's earliest end.
-func (a *Approach) Pause(end, aim, edge time.Duration) {
-	a.pending, a.fresh = &Landing{End: end, Aim: aim, Edge: edge}, true
+// Pause notes a pause that ends at l.End so that the next statement lands at l.Aim, l.Edge
+// being the lease's earliest end.
+func (a *Approach) Pause(l Landing) {
+	a.pending, a.fresh = &l, true
 }
 
 // Next is called after each step, at being where its statements ran (From < 0: it ran none).

@@ -16,7 +16,7 @@ func TestApproachLearnsLateness(t *testing.T) {
 	ms := time.Millisecond
 	// Three pauses, each followed by a statement that came 40, 60 and 50 ms after the pause's end.
 	for _, late := range []time.Duration{40 * ms, 60 * ms, 50 * ms} {
-		a.Pause(1000*ms, 990*ms, 1000*ms)
+		a.Pause(Landing{End: 1000 * ms, Aim: 990 * ms, Edge: 1000 * ms})
 		if _, ok := a.Next(model.Window{From: -1}); ok {
 			t.Fatal("the pause's own step is no landing")
 		}
@@ -37,13 +37,13 @@ func TestApproachLearnsLateness(t *testing.T) {
 	}
 	// A step that runs no statement after the pause takes the pause with it: the one after is
 	// not its landing.
-	a.Pause(2000*ms, 1990*ms, 2000*ms)
+	a.Pause(Landing{End: 2000 * ms, Aim: 1990 * ms, Edge: 2000 * ms})
 	a.Next(model.Window{From: -1})
 	a.Next(model.Window{From: -1})
 	if _, ok := a.Next(model.Window{From: 1991 * ms, To: 1992 * ms}); ok {
 		t.Fatal("a statement two steps after the pause counted as its landing")
 	}
-	a.Pause(3000*ms, 2990*ms, 3000*ms)
+	a.Pause(Landing{End: 3000 * ms, Aim: 2990 * ms, Edge: 3000 * ms})
 	a.Next(model.Window{From: -1})
 	if l, ok := a.Next(model.Window{From: 2985 * ms, To: 2986 * ms}); !ok || !l.Aimed() {
 		t.Fatalf("a statement 5 ms before its aim and before the edge: got %+v, %v; want as aimed", l, ok)

@@ -199,15 +199,17 @@ func (o Near) String() string {
 	return on(o.W) + fmt.Sprintf(fmtNearBefore, o.Margin)
 }
 
-// target is the database time the pause ends at, and whether W holds a lease that ends by itself.
-func (o Near) target(w *World) (time.Duration, bool) {
+// target is where the pause aims (the database time it ends at, before any correction for
+// the statement's lateness) and the lease's earliest end, and whether W holds a lease that ends
+// by itself.
+func (o Near) target(w *World) (Landing, bool) {
 	s, ok := idle(w, o.W)
 	if !ok {
-		return 0, false
+		return Landing{}, false
 	}
 	t, ok := s.Newest(0)
 	if !ok || t.Lease > MaxNearLease || t.Until.To == model.Never {
-		return 0, false
+		return Landing{}, false
 	}
 	margin := o.Margin
 	if o.Tight {
@@ -218,21 +220,23 @@ func (o Near) target(w *World) (time.Duration, bool) {
 			margin = 2*TightGap + 2*(t.Until.To-t.Until.From)
 		}
 	}
+	l := Landing{Aim: t.Until.From - margin, Edge: t.Until.From}
 	if o.After {
-		return t.Until.To + margin, true
+		l.Aim = t.Until.To + margin
 	}
-	return t.Until.From - margin, true
+	return l, true
 }
 
-// end is the database time the pause ends at: its target, or, before the edge, earlier by
-// how late the statement after such a pause has been landing (the runner's check after the
-// pause, the timer, the statement's trip to the server).
-func (o Near) end(w *World) (end, aim time.Duration, ok bool) {
-	aim, ok = o.target(w)
-	if !ok || o.After {
-		return aim, aim, ok
+// end is target with the database time the pause ends at: its aim, or, before the edge,
+// earlier by how late the statement after such a pause has been landing (the runner's check
+// after the pause, the timer, the statement's trip to the server).
+func (o Near) end(w *World) (Landing, bool) {
+	l, ok := o.target(w)
+	l.End = l.Aim
+	if ok && !o.After {
+		l.End -= w.Approach.Delay(w.CheckCost)
 	}
-	return aim - w.Approach.Delay(w.CheckCost), aim, true
+	return l, ok
 }
 
 func (o Near) Applicable(w *World) bool {
@@ -245,15 +249,14 @@ func (o Near) Applicable(w *World) bool {
 // guess costs a check's power, never a false alarm.
 func (o Near) Run(ctx context.Context, r Runner) error {
 	w := r.World()
-	at, aim, ok := o.end(w)
+	l, ok := o.end(w)
 	if !ok {
 		return nil
 	}
 	if !o.After {
-		t, _ := w.Session(o.W).Newest(0)
-		w.Approach.Pause(at, aim, t.Until.From)
+		w.Approach.Pause(l)
 	}
-	if d := at - w.Clock.Estimate(); d > 0 {
+	if d := l.End - w.Clock.Estimate(); d > 0 {
 		return r.Sleep(ctx, d)
 	}
 	return nil
