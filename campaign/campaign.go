@@ -249,32 +249,35 @@ func (cp *campaign) report() *Report {
 	elapsed := time.Since(cp.start)
 	srv, q := cp.cfg.Server, cp.cfg.Queue
 	rep := &Report{
-		Format:        ReportFormat,
-		Tool:          "pgqcheck run",
-		Started:       cp.start.UTC(),
-		Finished:      time.Now().UTC(),
-		ElapsedS:      elapsed.Seconds(),
-		Requested:     cp.cfg.Duration.String(),
-		Backend:       string(srv.Backend),
-		ServerVersion: srv.Version,
-		Where:         srv.Where,
-		Queue:         QueueInfo{Name: q.Name, Source: q.Source, Dir: q.Dir(), Order: string(q.Order), Shape: q.Shape()},
-		Mode:          cp.cfg.Mode.Name(),
-		Workers:       max(1, cp.cfg.Workers),
-		Seed:          cp.cfg.Seed,
-		ReplayRoot:    cp.cfg.Root,
-		Checks:        t.Checks,
-		Ops:           t.Ops,
-		Histories:     t.Histories,
-		ShrinkRuns:    t.ShrinkRuns,
-		Counts:        t.Counts,
-		Failures:      cp.failures,
-		HarnessErrors: cp.harness,
-		Stress:        cp.tally.latestStress(),
-		NotPromised:   cp.tally.firstNotPromised(),
+		Format:          ReportFormat,
+		Tool:            "pgqcheck run",
+		Started:         cp.start.UTC(),
+		Finished:        time.Now().UTC(),
+		ElapsedS:        elapsed.Seconds(),
+		Requested:       cp.cfg.Duration.String(),
+		Backend:         string(srv.Backend),
+		ServerVersion:   srv.Version,
+		Where:           srv.Where,
+		Queue:           QueueInfo{Name: q.Name, Source: q.Source, Dir: q.Dir(), Order: string(q.Order), Shape: q.Shape()},
+		Mode:            cp.cfg.Mode.Name(),
+		Workers:         max(1, cp.cfg.Workers),
+		Seed:            cp.cfg.Seed,
+		ReplayRoot:      cp.cfg.Root,
+		Checks:          t.Checks,
+		Ops:             t.Ops,
+		Histories:       t.Histories,
+		ShrinkRuns:      t.ShrinkRuns,
+		Counts:          t.Counts,
+		Failures:        cp.failures,
+		HarnessErrors:   cp.harness,
+		Stress:          cp.tally.latestStress(),
+		NotPromisedEach: cp.tally.notPromisedEach(),
 	}
-	if f := rep.NotPromised; f != nil {
+	for _, f := range rep.NotPromisedEach {
 		f.FoundAfterS = max(0, f.foundAt.Sub(cp.start).Seconds())
+	}
+	if len(rep.NotPromisedEach) > 0 {
+		rep.NotPromised = rep.NotPromisedEach[0]
 	}
 	if cp.crashes != nil {
 		rep.Crashes = cp.crashes.snapshot()

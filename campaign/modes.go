@@ -154,8 +154,8 @@ func (h *seqHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		checks = roundChecks / 5 // a run pauses about half a second in all
 	}
 	// The first thing the queue is seen doing that it does not promise is kept once, reduced.
-	h.e.NotPromised = func(reduce func() *verdict.Finding) {
-		if !h.w.Tally.hasNotPromised() {
+	h.e.NotPromised = func(p model.Property, reduce func() *verdict.Finding) {
+		if !h.w.Tally.hasNotPromised(p) {
 			at := time.Now() // found now; reducing it is not finding it
 			np := reduce()
 			fl := newFailure(np, string(np.Mode), 0, 0, seed)
@@ -224,8 +224,8 @@ func (h *stressHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		h.w.Tally.AddOps(o.Ops)
 		o.Counts.StressRounds = 1
 		h.w.Tally.AddCounts(o.Counts)
-		if o.NotPromised != nil {
-			h.w.Tally.sawNotPromised(newFailure(o.NotPromised, "stress", h.w.Index, n, o.Seed))
+		for _, np := range o.NotPromised {
+			h.w.Tally.sawNotPromised(newFailure(np, "stress", h.w.Index, n, o.Seed))
 		}
 		if o.Measures != nil && o.ReportDir != "" {
 			h.w.Tally.setStress(&StressRound{Worker: h.w.Index, Round: n, Seed: o.Seed, ReportDir: o.ReportDir,

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,13 +58,16 @@ type Report struct {
 	Failures      []*Failure     `json:"failures"`
 	// NotPromised is the first thing the queue was seen doing that it does not promise, with
 	// its reduced program (sequential mode) or the job's history (concurrent modes).
-	NotPromised   *Failure     `json:"not_promised,omitempty"`
-	HarnessErrors []string     `json:"harness_errors,omitempty"`
-	ClaimCost     *plan.Report `json:"claim_cost,omitempty"` // property 10, when measured
-	Stress        *StressRound `json:"stress,omitempty"`     // the latest stress round's shape
-	Verdict       string       `json:"verdict"`              // held, violated, error
-	Shards        []string     `json:"shards,omitempty"`
-	Crashes       *CrashTally  `json:"server_crashes,omitempty"` // crash rounds, when run
+	NotPromised *Failure `json:"not_promised,omitempty"`
+	// NotPromisedEach is the first of each property the queue does not promise, in the order
+	// found (NotPromised leads it).
+	NotPromisedEach []*Failure   `json:"not_promised_each,omitempty"`
+	HarnessErrors   []string     `json:"harness_errors,omitempty"`
+	ClaimCost       *plan.Report `json:"claim_cost,omitempty"` // property 10, when measured
+	Stress          *StressRound `json:"stress,omitempty"`     // the latest stress round's shape
+	Verdict         string       `json:"verdict"`              // held, violated, error
+	Shards          []string     `json:"shards,omitempty"`
+	Crashes         *CrashTally  `json:"server_crashes,omitempty"` // crash rounds, when run
 	// Dest is the mode of the destination the sequential modes' workers called with external
 	// effects ("": none).
 	Dest effectdest.Mode `json:"dest,omitempty"`
@@ -239,7 +243,7 @@ func (r *Report) fillProperties(checked []model.Property) {
 			ps.Status, ps.ExercisedBy = StatusNotJudged, ps.ExercisedBy+"; "+sh.NotJudged(p)
 		case !sh.Promised(p) && ps.Status != StatusViolated && ps.Status != StatusNotChecked:
 			ps.Status = StatusNotPromised
-			ps.Exercised, ps.ExercisedBy = r.Counts.NotPromised, verdict.NotPromisedWhat(p, int(r.Counts.NotPromised))+" observed (the queue declares it does not fence completions)"
+			ps.Exercised, ps.ExercisedBy = r.Counts.NotPromised, verdict.NotPromisedWhat(p, int(r.Counts.NotPromised))+" observed (the queue declares it does not fence its workers' writes)"
 		}
 		r.Properties = append(r.Properties, ps)
 	}
@@ -340,7 +344,7 @@ func (r *Report) summaryProperties(p printer) {
 // summaryMeasured is what the run saw besides failures: the first thing the queue did that it
 // does not promise, the latest stress round's measures, the claim cost.
 func (r *Report) summaryMeasured(p printer) {
-	if f := r.NotPromised; f != nil {
+	for _, f := range r.NotPromisedEach {
 		p("  not promised, first seen (%s mode, worker %d): %s", f.Mode, f.Worker, f.Verdict)
 		if f.Trace != "" {
 			p.indented(f.Trace)
@@ -526,6 +530,11 @@ func Merge(paths []string, rs []*Report) (*Report, error) {
 			m.Crashes.merge(r.Crashes)
 		}
 		m.Failures = append(m.Failures, r.Failures...)
+		for _, f := range r.NotPromisedEach {
+			if !slices.ContainsFunc(m.NotPromisedEach, func(g *Failure) bool { return g.Property == f.Property }) {
+				m.NotPromisedEach = append(m.NotPromisedEach, f)
+			}
+		}
 		if m.NotPromised == nil {
 			m.NotPromised = r.NotPromised
 		}

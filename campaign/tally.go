@@ -1,9 +1,11 @@
 package campaign
 
 import (
+	"slices"
 	"sync"
 	"time"
 
+	"pgqcheck/model"
 	"pgqcheck/program"
 )
 
@@ -18,31 +20,40 @@ type Tally struct {
 	shrinking  int // workers currently minimising a failure
 	counts     program.Counts
 	stress     *StressRound // the latest stress round that wrote a report folder
-	// notPromised is the first thing the queue was seen doing that it does not promise.
-	notPromised *Failure
+	// notPromised is the first thing the queue was seen doing that it does not promise, of
+	// each property, in the order found.
+	notPromised []*Failure
 }
 
-// sawNotPromised keeps f if it is the first not-promised finding, and reports whether it was.
+// sawNotPromised keeps f if it is the first not-promised finding of its property, and reports
+// whether it was.
 func (t *Tally) sawNotPromised(f *Failure) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.notPromised != nil {
-		return false
+	for _, g := range t.notPromised {
+		if g.Property == f.Property {
+			return false
+		}
 	}
 	if f.foundAt.IsZero() {
 		f.foundAt = time.Now()
 	}
-	t.notPromised = f
+	t.notPromised = append(t.notPromised, f)
 	return true
 }
 
-func (t *Tally) firstNotPromised() *Failure {
+// notPromisedEach is the first not-promised finding of each property, in the order found.
+func (t *Tally) notPromisedEach() []*Failure {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.notPromised
+	return slices.Clone(t.notPromised)
 }
 
-func (t *Tally) hasNotPromised() bool { return t.firstNotPromised() != nil }
+func (t *Tally) hasNotPromised(p model.Property) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.ContainsFunc(t.notPromised, func(f *Failure) bool { return f.Property == p })
+}
 
 func (t *Tally) setStress(r *StressRound) { t.mu.Lock(); t.stress = r; t.mu.Unlock() }
 

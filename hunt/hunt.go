@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -154,9 +155,10 @@ type Sequential struct {
 	// RealTime adds leases that end by themselves and real pauses (property 8), as
 	// TestPropLeaseTime does.
 	RealTime bool
-	// NotPromised, when set, is offered what the queue did that it does not promise, once a
-	// search saw it: reduce makes its finding, at a cost the caller may decline.
-	NotPromised func(reduce func() *verdict.Finding)
+	// NotPromised, when set, is offered what the queue did that it does not promise, the first
+	// of each property once a search saw it: reduce makes its finding, at a cost the caller may
+	// decline.
+	NotPromised func(p model.Property, reduce func() *verdict.Finding)
 
 	env  *sequential.Env
 	dest *effectdest.Dest // where workers call with external effects (nil: nowhere)
@@ -226,10 +228,12 @@ func (e *Sequential) Search(ctx context.Context, rs Settings, tally Counter) (*v
 			}
 		})
 	})
-	if len(env.NotPromised) > 0 && e.NotPromised != nil {
-		e.NotPromised(func() *verdict.Finding {
-			return sequential.ReduceNotPromised(ctx, env, env.NotPromised[0], e.reduce)
-		})
+	if e.NotPromised != nil {
+		for _, f := range firstOfEach(env.NotPromised) {
+			e.NotPromised(f.Property(), func() *verdict.Finding {
+				return sequential.ReduceNotPromised(ctx, env, f, e.reduce)
+			})
+		}
 	}
 	env.NotPromised = nil
 	if !st.Failed {
@@ -325,8 +329,9 @@ type StressOutcome struct {
 	Measures  *timeline.Measures
 	ReportDir string // the folder with its measures page: passDir, or a failure's own
 	Finding   *verdict.Finding
-	// NotPromised is the first thing the run saw the queue do that it does not promise.
-	NotPromised *verdict.Finding
+	// NotPromised is the first thing the run saw the queue do that it does not promise, of
+	// each property.
+	NotPromised []*verdict.Finding
 	Crashes     []stress.CrashRound // its crash rounds, when it crashed the server
 }
 
@@ -339,8 +344,11 @@ func Stress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration
 		return nil, err
 	}
 	o := &StressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Measures: res.Measures, ReportDir: res.ReportDir, Crashes: res.Crashes}
-	if np := res.Verdict.NotPromised; len(np) > 0 {
-		o.NotPromised = &verdict.Finding{Violation: np[0], Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir}
+	for _, v := range res.Verdict.NotPromised {
+		f := &verdict.Finding{Violation: v, Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir}
+		if len(firstOfEach(append(o.NotPromised, f))) > len(o.NotPromised) {
+			o.NotPromised = append(o.NotPromised, f)
+		}
 	}
 	if !res.Failed() {
 		return o, nil
@@ -370,4 +378,15 @@ func SaveFailingHistory(reportDir, dst string, p model.Property) error {
 		return err
 	}
 	return h.Save(dst)
+}
+
+// firstOfEach is the first finding of each property, in order.
+func firstOfEach(fs []*verdict.Finding) []*verdict.Finding {
+	var out []*verdict.Finding
+	for _, f := range fs {
+		if !slices.ContainsFunc(out, func(g *verdict.Finding) bool { return g.Property() == f.Property() }) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -16,8 +16,10 @@ func (failSpec) opens(_ Input, out Output, _ func(Input) bool) bool {
 
 func (failSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	would := s.completable(in.Gen, in.At)
+	// A queue that does not fence failures may accept a replaced owner's on a running job.
+	unfenced := sh.Unfenced && s.Exists && s.State == Running
 	if out.Outcome == Unknown {
-		if would != Over {
+		if would != Over || unfenced {
 			return sh.failed(s, in), nil
 		}
 		return s, nil
@@ -31,6 +33,8 @@ func (failSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Vio
 		return sh.failed(s, in), nil
 	case out.Rows == 0:
 		return s, nil
+	case unfenced:
+		return sh.failed(s, in), nil // not promised, as a stale completion is
 	}
 	return s, staleWrite(s, in, "fail")
 }
@@ -41,7 +45,7 @@ func (sh Shape) failed(s JobState, in Input) JobState {
 	if !sh.Life.AttemptsAtClaim {
 		s.Attempts++
 	}
-	s.State, s.Due = sh.Life.failed(s.Attempts, in.Retryable, in.At)
+	s.State, s.Due = sh.Life.failed(sh.Life.attemptsOf(s.Attempts, s.Gen, in.Gen), in.Retryable, in.At)
 	s.Kept, s.Failed, s.Until, s.Owner = in.Text, true, Window{}, ""
 	return s
 }

@@ -131,6 +131,17 @@ func (lc Lifecycle) failed(attempts int64, retryable bool, at Window) (State, Wi
 	return Ready, at.Shift(lc.BackoffAfter(attempts))
 }
 
+// attemptsOf is the attempts a failure by generation gen decides on, the job being at
+// generation cur with attempts counted: where claims count attempts, a replaced owner's failure
+// (on a queue that does not fence it) decides by the attempt it was claimed as, as a worker
+// holding that claim's row would; otherwise the job's count.
+func (lc Lifecycle) attemptsOf(attempts, cur, gen int64) int64 {
+	if lc.AttemptsAtClaim && gen < cur {
+		return max(attempts-(cur-gen), 0)
+	}
+	return attempts
+}
+
 // lapsed is a rescue's effect on a job whose lease lapsed, its attempts counted as the queue
 // declares (the counter after the lapse): dead once they ran out where lapses count, else
 // ready, due at once or after its backoff.

@@ -23,21 +23,32 @@ func (q *Queue) Fail(at Window, id, gen int64, retryable bool, text string, rows
 	case want == Live && rows == 0:
 		return Violate(PWriteFencing, "fail(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live: %s; the failure is lost", id, gen, at, j.lease())
 	case want == Over && rows == 1:
-		return q.staleWrite("fail", at, id, gen, j)
+		v := q.staleWrite("fail", at, id, gen, j)
+		if v.Property != PWriteFencing || q.Shape.Promised(PWriteFencing) || j == nil || j.State != Running {
+			return v
+		}
+		// Not promised: the failure took effect, as the queue says, and the run goes on.
+		v.NotPromised = true
+		q.failed(j, at, gen, retryable, text)
+		return v
 	case want == Uncertain && rows == 0:
 		j.Until = j.Until.NotAfter(at.To)
 	}
-	if rows == 0 {
-		return nil
+	if rows == 1 {
+		q.failed(j, at, gen, retryable, text)
 	}
+	return nil
+}
+
+// failed applies an accepted failure of job j by generation gen.
+func (q *Queue) failed(j *Job, at Window, gen int64, retryable bool, text string) {
 	lc := q.Shape.Life
 	if !lc.AttemptsAtClaim {
 		j.Attempts++
 	}
-	j.State, j.Due = lc.failed(j.Attempts, retryable, at)
+	j.State, j.Due = lc.failed(lc.attemptsOf(j.Attempts, j.Generation, gen), retryable, at)
 	j.Kept, j.Failed = text, true
 	j.Until, j.Lease, j.Claimed, j.Owner, j.Renewed = Window{}, 0, Window{}, "", false
-	return nil
 }
 
 // staleWrite is the promise a fail or renewal of job j that changed a row broke, where it must

@@ -123,6 +123,44 @@ func TestHeartbeat(t *testing.T) {
 
 // River's form: attempts counted at the claim, lapsed jobs rescued, dead once rescued with
 // every attempt used, else due after their backoff.
+// On a queue that does not fence its workers' writes, a replaced owner's failure of a running
+// job is not promised: it is reported, and applies as that owner's attempt decides (its
+// attempt, not the job's newest, where claims count attempts), as River's executor does.
+func TestFailUnfenced(t *testing.T) {
+	q := New(LowestID)
+	q.Shape = Shape{RescueOnly: true, Unfenced: true, Life: Lifecycle{On: true, MaxAttempts: 2, Backoff: time.Second, Factor: 2, AttemptsAtClaim: true}}
+	mustNil(t, q.Enqueue(1))
+	mustNil(t, q.Claim(ms(0), 100*time.Millisecond, true, 1, 1))
+	mustNil(t, q.Rescue(ms(200), []int64{1}))
+	mustNil(t, q.Claim(ms(300), time.Second, true, 1, 2))
+	err := q.Clone().Fail(ms(400), 1, 1, true, "stale", 1)
+	if v, ok := err.(*Violation); !ok || !v.NotPromised || v.Property != PWriteFencing {
+		t.Fatalf("a stale failure on an unfenced queue: %v, want property 11 not promised", err)
+	}
+	c := q.Clone()
+	_ = c.Fail(ms(400), 1, 1, true, "stale", 1)
+	// Decided as attempt 1 of 2: retried after 1 s, though the job is at its second attempt.
+	mustNil(t, c.CheckSnapshot(ms(401), []Row{{ID: 1, State: Ready, Generation: 2, Attempts: 2, Kept: "stale"}}))
+	wantViolation(t, q.Clone().Fail(ms(400), 1, 2, true, "mine", 0), PWriteFencing, "the failure is lost")
+	// A fenced queue must refuse it.
+	q.Shape.Unfenced = false
+	if err := q.Fail(ms(400), 1, 1, true, "stale", 1); err == nil || err.(*Violation).NotPromised {
+		t.Fatalf("a stale failure on a fenced queue: %v, want a violation", err)
+	}
+	// The concurrent specification accepts it on an unfenced queue only.
+	ops := []porcupine.Operation{
+		enq(0, 1, 2, 1), claimed(1, 3, 4, 1, 1), expired(3, 5, 6, 1), claimed(2, 7, 8, 1, 2),
+		op(1, 9, 10, Input{Kind: OpFail, Job: 1, Gen: 1, Retryable: true, Text: "e"}, Output{Rows: 1}),
+	}
+	life := Lifecycle{On: true, MaxAttempts: 2, Backoff: 10}
+	if !porcupine.CheckOperations(Shape{Unfenced: true, Life: life}.Porcupine(), ops) {
+		t.Error("an unfenced queue's stale failure is not linearizable")
+	}
+	if porcupine.CheckOperations(Shape{Life: life}.Porcupine(), ops) {
+		t.Error("a fenced queue's stale failure is linearizable")
+	}
+}
+
 func TestAttemptsAtClaimRescued(t *testing.T) {
 	q := New(LowestID)
 	q.Shape = Shape{RescueOnly: true, Life: Lifecycle{On: true, MaxAttempts: 2, Backoff: time.Second, AttemptsAtClaim: true, RescueBackoff: true}}

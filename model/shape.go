@@ -17,7 +17,9 @@ type Shape struct {
 	// makes such jobs ready. (A claim that does take one is still legal.)
 	RescueOnly bool `json:"rescue_only,omitempty"`
 	// Unfenced: the queue does not promise fencing. A completion that a fenced queue must refuse
-	// is measured and reported as not promised, and the job is done from then on.
+	// is measured and reported as not promised, and the job is done from then on; so is a
+	// failure by a replaced or expired owner of a running job, which then applies as that
+	// owner's attempt would have.
 	Unfenced bool `json:"unfenced,omitempty"`
 	// TxBound: a claim's lease is the transaction it holds open; when that transaction ends
 	// without the completion (expired: aborted, its backend terminated) the job is ready again.
@@ -29,7 +31,7 @@ type Shape struct {
 
 // Promised reports whether the queue promises property p.
 func (sh Shape) Promised(p Property) bool {
-	return p != PFencing || !sh.Unfenced
+	return p != PFencing && p != PWriteFencing || !sh.Unfenced
 }
 
 // Judged reports whether property p is judged on the queue at all: a queue without a

@@ -3,6 +3,7 @@ package sequential
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"pgqcheck/model"
@@ -35,11 +36,13 @@ func ReduceSequential(ctx context.Context, e *Env, ops []program.Op, budget time
 	return ops, Replay(ctx, e, ops)
 }
 
-// replayNotPromised replays ops and answers the first thing the queue did that it does not
-// promise, as its violation (nil when it did nothing of the kind, or broke a promise it makes).
-func replayNotPromised(ctx context.Context, e *Env, ops []program.Op) error {
+// replayNotPromised replays ops and answers the first thing of property p the queue did that
+// it does not promise, as its violation (nil when it did nothing of the kind, or broke a
+// promise it makes).
+func replayNotPromised(ctx context.Context, e *Env, ops []program.Op, p model.Property) error {
 	e.NotPromised = nil
 	err := Replay(ctx, e, ops)
+	e.NotPromised = slices.DeleteFunc(e.NotPromised, func(f *verdict.Finding) bool { return f.Property() != p })
 	if len(e.NotPromised) > 0 {
 		return e.NotPromised[0].Violation
 	}
@@ -53,8 +56,9 @@ func replayNotPromised(ctx context.Context, e *Env, ops []program.Op) error {
 // reduced (whole operations, for as long as the rest still shows it), and returns it with the
 // reduced program's trace. It leaves env's NotPromised empty.
 func ReduceNotPromised(ctx context.Context, e *Env, f *verdict.Finding, budget time.Duration) *verdict.Finding {
-	ops, _ := verdict.Reduce(ctx, f.Program.Ops, budget, func(ops []program.Op) error { return replayNotPromised(ctx, e, ops) })
-	err := replayNotPromised(ctx, e, ops) // env then holds the reduced run, whose trace is reported
+	p := f.Property()
+	ops, _ := verdict.Reduce(ctx, f.Program.Ops, budget, func(ops []program.Op) error { return replayNotPromised(ctx, e, ops, p) })
+	err := replayNotPromised(ctx, e, ops, p) // env then holds the reduced run, whose trace is reported
 	var v *model.Violation
 	out := *f
 	if errors.As(err, &v) && v.NotPromised && len(e.NotPromised) > 0 {

@@ -23,6 +23,8 @@ func NotPromisedWhat(p model.Property, n int) string {
 	switch p {
 	case model.PFencing:
 		what = "stale completion"
+	case model.PWriteFencing:
+		what = "stale failure"
 	case model.PExternal:
 		what = "duplicate effect"
 	}

@@ -111,7 +111,7 @@ func Verdicts(tb testing.TB, name, version string, modes []string, seeds []uint6
 			for _, f := range rep.Failures {
 				add(f, campaign.StatusViolated)
 			}
-			if f := rep.NotPromised; f != nil {
+			for _, f := range rep.NotPromisedEach {
 				add(f, campaign.StatusNotPromised)
 			}
 			tb.Logf("%s %s seed %d: %s (%s)", name, mode, seed, rep.Verdict, rep.StopReason)
