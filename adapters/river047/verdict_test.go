@@ -12,13 +12,14 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
 
-// River v0.47.0, as measured: a replaced worker's completion is accepted (not promised); the
-// rescuer makes a job that completed after its fetch available again, and it is completed a
-// second time (River issue 1302); the rescuer waits for a job's row lock.
+// River v0.47.0, as measured: a replaced worker's completion and failure are accepted (not
+// promised); the rescuer makes a job that completed after its fetch available again, and it is
+// completed a second time (River issue 1302); the rescuer waits for a job's row lock.
 var want = judge.Want{
-	model.PSkipLocked: campaign.StatusViolated,
-	model.PFencing:    campaign.StatusNotPromised,
-	model.PDoneOnce:   campaign.StatusViolated,
+	model.PSkipLocked:   campaign.StatusViolated,
+	model.PFencing:      campaign.StatusNotPromised,
+	model.PWriteFencing: campaign.StatusNotPromised,
+	model.PDoneOnce:     campaign.StatusViolated,
 }
 
 func TestVerdicts(t *testing.T) { judge.Judge(t, Name, "v0.47.0", nil, want) }

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,9 +35,30 @@ import (
 // and is what the model judges each claim's lease by.
 const Horizon = time.Second
 
-// maxAttempts is set on every insert, far above any program's claims of one job, so that no
-// rescue discards a job: attempt limits are not judged here.
-const maxAttempts = 1000
+// The lifecycle a River user configures, as the model judges it: each job may have
+// MaxAttempts attempts, counted at each fetch (River's attempt column); a failed attempt is
+// retried Backoff·2^(attempt-1) later by RetryPolicy, or discarded once its attempts ran out; a
+// stuck job the rescuer finds is retried after the same backoff, or discarded at its last
+// attempt. River's default policy waits attempt^4 seconds; a shorter one keeps runs short.
+const (
+	MaxAttempts = 2
+	Backoff     = 200 * time.Millisecond
+)
+
+// SchedulerInterval is River's default (JobSchedulerIntervalDefault): the executor makes a
+// failed job available at once where its retry is due within it, and the scheduler looks this
+// far ahead.
+const SchedulerInterval = 5 * time.Second
+
+// RetryPolicy is the river.ClientRetryPolicy the adapter's executor and rescuer use.
+type RetryPolicy struct{}
+
+// NextRetry is Backoff doubled for each attempt before the job's last.
+func (RetryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(Backoff << max(job.Attempt-1, 0))
+}
+
+var _ river.ClientRetryPolicy = RetryPolicy{}
 
 // Fetch is the producer's fetch of one available job for the named client: the executor's
 // JobGetAvailable, whose result type differs between River versions.
@@ -47,12 +69,17 @@ type Fetch func(ctx context.Context, exec riverdriver.Executor, params *riverdri
 // than RescueStuckJobsAfter is rescued and retried, which "can result in repeat or duplicate
 // execution" of a job still being worked, so a replaced worker may still run; a completion
 // sets a running job's state by id, with no attempt to compare, so a replaced worker's
-// completion is not refused (fencing is not promised); completed is final (done once, done
-// terminal); claims take jobs by priority and scheduled time, not by id; a job is retried until
-// its max attempts (not judged: see maxAttempts).
+// completion is not refused (fencing is not promised), nor is its report of a failed attempt,
+// which sets the state by id on a running row in the same way; completed is final (done once,
+// done terminal); claims take jobs by priority and scheduled time, not by id; a failed job is
+// retried at the time its retry policy gives until its max attempts, then discarded, and a
+// cancelled one is not retried; a rescued job is retried or discarded the same way (the doc of
+// InsertOpts.MaxAttempts, ClientRetryPolicy and JobCancel).
 var Promises = sut.Declared{
-	Order:       model.Any,
-	Shape:       model.Shape{RescueOnly: true, Unfenced: true},
+	Order: model.Any,
+	Shape: model.Shape{RescueOnly: true, Unfenced: true, Life: model.Lifecycle{
+		MaxAttempts: MaxAttempts, Backoff: Backoff, Factor: 2,
+		AttemptsAtClaim: true, LapsesCount: true, RescueBackoff: true}},
 	FixedLease:  Horizon,
 	ClaimsAlone: true,
 }
@@ -120,7 +147,7 @@ func (args) Kind() string { return "pgqcheck" }
 
 func (q *Queue) Enqueue(ctx context.Context, c *pgx.Conn, payload string) (id int64, err error) {
 	err = inTx(ctx, c, func(tx pgx.Tx) error {
-		res, err := q.client.InsertTx(ctx, tx, args{Payload: json.RawMessage(payload)}, &river.InsertOpts{MaxAttempts: maxAttempts})
+		res, err := q.client.InsertTx(ctx, tx, args{Payload: json.RawMessage(payload)}, &river.InsertOpts{MaxAttempts: MaxAttempts})
 		if err == nil {
 			id = res.Job.ID
 		}
@@ -157,9 +184,51 @@ func (q *Queue) Claim(ctx context.Context, c *pgx.Conn, _ time.Duration, worker 
 // passed. The executor answers with the job's row whether it changed it or not: the completion
 // took effect where the row carries the finalized time this call wrote.
 func (q *Queue) Complete(ctx context.Context, c *pgx.Conn, id, _ int64) (rows int64, err error) {
-	finalized := time.Now().UTC().Truncate(time.Microsecond)
+	finalized := now()
+	return q.setState(ctx, c, riverdriver.JobSetStateCompleted(id, finalized, nil), func(j *rivertype.JobRow) bool {
+		return j.State == rivertype.JobStateCompleted && j.FinalizedAt != nil && j.FinalizedAt.Equal(finalized)
+	})
+}
+
+// Fail is the job executor's report of a failed attempt (internal/jobexecutor; not reachable
+// through River's client API), decided as River decides it for the job row the worker holds,
+// whose attempt is gen: a worker's error wrapped in river.JobCancel (the model's failure for
+// good) cancels the job; at its last attempt the job is discarded; otherwise it is retried at
+// RetryPolicy's time, made available at once where that is within the scheduler's interval,
+// retryable otherwise. The attempt error's time is this call's (River writes the attempt's
+// start), by which the row it changed is found again.
+func (q *Queue) Fail(ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (rows int64, err error) {
+	at := now()
+	werr := errors.New(text)
+	if !retryable {
+		werr = river.JobCancel(werr)
+	}
+	errData, err := json.Marshal(rivertype.AttemptError{At: at, Attempt: int(gen), Error: werr.Error()})
+	if err != nil {
+		return 0, err
+	}
+	job := &rivertype.JobRow{ID: id, Attempt: int(gen), MaxAttempts: MaxAttempts, AttemptedAt: &at}
+	var p *riverdriver.JobSetStateIfRunningParams
+	switch next := (RetryPolicy{}).NextRetry(job); {
+	case !retryable:
+		p = riverdriver.JobSetStateCancelled(id, at, errData, nil)
+	case job.Attempt >= job.MaxAttempts:
+		p = riverdriver.JobSetStateDiscarded(id, at, errData, nil)
+	case time.Until(next) <= SchedulerInterval:
+		p = riverdriver.JobSetStateErrorAvailable(id, next, errData, nil)
+	default:
+		p = riverdriver.JobSetStateErrorRetryable(id, next, errData, nil)
+	}
+	return q.setState(ctx, c, p, func(j *rivertype.JobRow) bool {
+		n := len(j.Errors)
+		return n > 0 && j.Errors[n-1].At.Equal(at)
+	})
+}
+
+// setState is the completer's JobSetStateIfRunningMany for one job, counting the row changed
+// where the answer's row shows what this call wrote.
+func (q *Queue) setState(ctx context.Context, c *pgx.Conn, p *riverdriver.JobSetStateIfRunningParams, wrote func(*rivertype.JobRow) bool) (rows int64, err error) {
 	err = q.exec(ctx, c, func(exec riverdriver.ExecutorTx) error {
-		p := riverdriver.JobSetStateCompleted(id, finalized, nil)
 		jobs, err := exec.JobSetStateIfRunningMany(ctx, &riverdriver.JobSetStateIfRunningManyParams{
 			ID: []int64{p.ID}, Attempt: []*int{p.Attempt}, ErrData: [][]byte{p.ErrData},
 			FinalizedAt: []*time.Time{p.FinalizedAt}, MetadataDoMerge: []bool{p.MetadataDoMerge},
@@ -169,7 +238,7 @@ func (q *Queue) Complete(ctx context.Context, c *pgx.Conn, id, _ int64) (rows in
 			return err
 		}
 		for _, j := range jobs {
-			if j.ID == id && j.State == rivertype.JobStateCompleted && j.FinalizedAt != nil && j.FinalizedAt.Equal(finalized) {
+			if j.ID == p.ID && wrote(j) {
 				rows++
 			}
 		}
@@ -178,10 +247,14 @@ func (q *Queue) Complete(ctx context.Context, c *pgx.Conn, id, _ int64) (rows in
 	return rows, err
 }
 
+// now is the time as the database keeps it, to find a row again by a time written into it.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
 // Rescue is River's leader running its rescuer and then its scheduler, each through the
-// executor calls and parameters of River's own services (internal/maintenance), the rescuer's
-// retry policy being one that retries at once. Its answer is the jobs the rescue changed: the
-// rows that carry the error it wrote.
+// executor calls and parameters of River's own services (internal/maintenance): a stuck job is
+// retried at RetryPolicy's time while it has attempts left, else discarded; the scheduler then
+// makes available the retryable jobs due within its interval, as River's looks ahead. Its
+// answer is the jobs the rescue changed: the rows that carry the error it wrote.
 func (q *Queue) Rescue(ctx context.Context, c *pgx.Conn) (ids []int64, err error) {
 	horizon := time.Now().Add(-Horizon)
 	var stuck []*rivertype.JobRow
@@ -191,23 +264,27 @@ func (q *Queue) Rescue(ctx context.Context, c *pgx.Conn) (ids []int64, err error
 	}); err != nil || len(stuck) == 0 {
 		return nil, err
 	}
-	now := time.Now().UTC().Truncate(time.Microsecond) // as the database keeps it, to find it again
+	at := now()
 	p := riverdriver.JobRescueManyParams{StuckHorizon: horizon}
 	for _, j := range stuck {
-		e, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: max(j.Attempt, 0), Error: "Stuck job rescued by JobRescuer"})
+		e, err := json.Marshal(rivertype.AttemptError{At: at, Attempt: max(j.Attempt, 0), Error: rescueError})
 		if err != nil {
 			return nil, err
 		}
+		state, finalized, scheduled := rivertype.JobStateRetryable, (*time.Time)(nil), RetryPolicy{}.NextRetry(j)
+		if j.Attempt >= max(j.MaxAttempts, 0) {
+			state, finalized, scheduled = rivertype.JobStateDiscarded, &at, j.ScheduledAt
+		}
 		p.ID, p.Error = append(p.ID, j.ID), append(p.Error, e)
-		p.FinalizedAt, p.ScheduledAt = append(p.FinalizedAt, nil), append(p.ScheduledAt, now)
-		p.State = append(p.State, string(rivertype.JobStateRetryable))
+		p.FinalizedAt, p.ScheduledAt = append(p.FinalizedAt, finalized), append(p.ScheduledAt, scheduled)
+		p.State = append(p.State, string(state))
 	}
 	err = q.exec(ctx, c, func(exec riverdriver.ExecutorTx) error {
 		if _, err := exec.JobRescueMany(ctx, &p); err != nil {
 			return err
 		}
 		rows, _ := c.Query(ctx, `SELECT id FROM river_job WHERE id = ANY($1)
-			AND (errors[cardinality(errors)]->>'at')::timestamptz = $2 ORDER BY id`, p.ID, now)
+			AND (errors[cardinality(errors)]->>'at')::timestamptz = $2 ORDER BY id`, p.ID, at)
 		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 		return err
 	})
@@ -215,10 +292,14 @@ func (q *Queue) Rescue(ctx context.Context, c *pgx.Conn) (ids []int64, err error
 		return nil, err
 	}
 	return ids, q.exec(ctx, c, func(exec riverdriver.ExecutorTx) error {
-		_, err := exec.JobSchedule(ctx, &riverdriver.JobScheduleParams{Max: 1000})
+		ahead := time.Now().Add(SchedulerInterval)
+		_, err := exec.JobSchedule(ctx, &riverdriver.JobScheduleParams{Max: 1000, Now: &ahead})
 		return err
 	})
 }
+
+// rescueError is the error River's rescuer writes into a stuck job.
+const rescueError = "Stuck job rescued by JobRescuer"
 
 // Expire is the test hook: it moves the attempt's start past the rescue horizon, River's own
 // measure of a stuck job.
@@ -235,22 +316,30 @@ func (q *Queue) Lock(ctx context.Context, c *pgx.Conn, id int64) error {
 }
 
 // Snapshot reads River's states as the model's: available, scheduled and retryable are ready
-// (a retryable job is due at once under the rescuer's policy); completed is done; discarded
-// and cancelled are dead.
+// (a retryable job is due at its scheduled time, which the scheduler looks ahead to); completed
+// is done; discarded and cancelled are dead. A job's attempts are River's attempt, and the
+// error it keeps is the last a worker reported (the rescuer's are River's notes), as its worker
+// gave it (a cancel's without the text river.JobCancel adds).
 func (q *Queue) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) {
 	rows, _ := c.Query(ctx, `SELECT id,
 		CASE state WHEN 'running' THEN 'running' WHEN 'completed' THEN 'done'
 		  WHEN 'discarded' THEN 'dead' WHEN 'cancelled' THEN 'dead' ELSE 'ready' END,
-		attempt, coalesce(attempted_at > clock_timestamp() - $1::interval, false)
-		FROM river_job ORDER BY id`, Horizon)
+		attempt, coalesce(attempted_at > clock_timestamp() - $1::interval, false),
+		coalesce((SELECT e->>'error' FROM unnest(errors) WITH ORDINALITY AS u(e, n)
+		  WHERE e->>'error' <> $2 ORDER BY n DESC LIMIT 1), '')
+		FROM river_job ORDER BY id`, Horizon, rescueError)
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.Row, error) {
 		var r model.Row
 		var state string
-		err := row.Scan(&r.ID, &state, &r.Generation, &r.LeaseLive)
-		r.State = model.State(state)
+		err := row.Scan(&r.ID, &state, &r.Generation, &r.LeaseLive, &r.Kept)
+		r.State, r.Attempts = model.State(state), r.Generation
+		r.Kept = strings.TrimPrefix(r.Kept, cancelPrefix)
 		return r, err
 	})
 }
+
+// cancelPrefix is what river.JobCancel's error adds before its worker's error text.
+var cancelPrefix = strings.TrimSuffix(river.JobCancel(errors.New("|")).Error(), "|")
 
 // exec runs one executor call in a transaction of its own on the session's connection, as
 // River's services run each call on a pooled connection.
