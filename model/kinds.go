@@ -16,7 +16,7 @@ type spec interface {
 	step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation)
 	// ignored: the operation constrains no job at all, so partitions leave it out.
 	ignored(in Input, out Output) bool
-	// spread is how a partition places an operation that names no job (see PartitionByJob).
+	// spread is how a partition places an operation that names no job (see Shape.PartitionByJob).
 	spread(in Input, out Output) spread
 	// opens: the operation may make its job eligible again within the history (lapses says
 	// whether a claim's own lease ends before the history does).

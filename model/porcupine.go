@@ -67,7 +67,7 @@ const (
 type Input struct {
 	Kind OpKind `json:"kind"`
 	// Job is the job a complete, expire, lock, unlock or observe names. The partition function
-	// also sets it on the copies of operations that name no job (see PartitionByJob), so that a
+	// also sets it on the copies of operations that name no job (see Shape.PartitionByJob), so that a
 	// copy knows which job it speaks about.
 	Job     int64  `json:"job,omitempty"`
 	Gen     int64  `json:"gen,omitempty"`     // complete: the generation presented
@@ -213,7 +213,8 @@ func Ignored(in Input, out Output) bool {
 	return out.Outcome == NotSent || out.Outcome == Aborted || specOf(in.Kind).ignored(in, out)
 }
 
-// PartitionByJob splits a history into one sub-history per job, ordered by job id.
+// PartitionByJob splits a history of a queue of this shape into one sub-history per job,
+// ordered by job id.
 //
 // Why this is sound. Under the relaxations above, the queue is a set of independent objects,
 // one per job: an operation that names a job (an enqueue that returned its id, a claim that
@@ -228,7 +229,8 @@ func Ignored(in Input, out Output) bool {
 //     act only while its job is eligible, and a job becomes eligible only through its enqueue,
 //     an expiry or a claim whose lease ends by itself, so at most that many copies can take
 //     effect in one partition, plus one for each copy whose own lease ends by itself. Copies
-//     whose leases outlive the history and that ask the same lease are interchangeable except
+//     whose leases outlive the history and that ask the same lease (and, where a lease is its
+//     worker's, name the same worker, whom a heartbeat must match) are interchangeable except
 //     for their call times (and windows, which only widen the earlier), and an earlier-called
 //     copy can be linearized wherever a later-called one can, so keeping only that many of
 //     them, the earliest called, decides exactly the same thing; a copy whose lease ends by
@@ -243,15 +245,16 @@ func Ignored(in Input, out Output) bool {
 //     interval: again weaker than the truth, never stronger. A copy is left out where it
 //     cannot fail: the job's enqueue was called after the claim returned (it did not exist),
 //     or an accepted completion of it returned before the claim was called (it was done).
-func PartitionByJob(history []porcupine.Operation) [][]porcupine.Operation {
-	return partitionByJob(history, false)
+func (sh Shape) PartitionByJob(history []porcupine.Operation) [][]porcupine.Operation {
+	return partitionByJob(history, false, sh.Life.WorkerLease)
 }
 
 // partitionByJob is PartitionByJob; everyCopy keeps every copy of every operation that names
-// no job, which the tests use to show that leaving copies out decides the same.
-func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine.Operation {
+// no job, which the tests use to show that leaving copies out decides the same; byWorker tells
+// unknown claims of different workers apart.
+func partitionByJob(history []porcupine.Operation, everyCopy, byWorker bool) [][]porcupine.Operation {
 	byJob := map[int64][]porcupine.Operation{}
-	p := &partitioner{everyCopy: everyCopy, unnamed: map[spread][]porcupine.Operation{}}
+	p := &partitioner{everyCopy: everyCopy, byWorker: byWorker, unnamed: map[spread][]porcupine.Operation{}}
 	for _, op := range history {
 		in, ok1 := op.Input.(Input)
 		out, ok2 := op.Output.(Output)
@@ -282,7 +285,10 @@ func partitionByJob(history []porcupine.Operation, everyCopy bool) [][]porcupine
 // partitioner adds to each job's operations the copies of those that name no job.
 type partitioner struct {
 	everyCopy bool
-	unnamed   map[spread][]porcupine.Operation
+	// byWorker: a claim's lease is its worker's, so unknown claims of different workers are not
+	// interchangeable.
+	byWorker bool
+	unnamed  map[spread][]porcupine.Operation
 	// lapses says whether a claim's lease ends by itself within the history, which makes its
 	// job eligible again; one that outlives the history's last clock reading does not.
 	lapses func(Input) bool
@@ -359,17 +365,25 @@ func (p *partitioner) claimCopies(id int64, part []porcupine.Operation, windows 
 		windows = len(p.unnamed[spreadAnyJob])
 	}
 	windows += p.lapsingCopies
-	kept := map[time.Duration]int{}
+	type class struct {
+		lease  time.Duration
+		worker string
+	}
+	kept := map[class]int{}
 	for _, op := range p.unnamed[spreadAnyJob] {
 		if !p.everyCopy && doneBy >= 0 && op.Call > doneBy {
 			break // called once the job was done, which is terminal: it cannot claim it
 		}
 		in := op.Input.(Input)
-		if !p.lapses(in) && kept[in.Lease] >= windows {
+		c := class{lease: in.Lease}
+		if p.byWorker {
+			c.worker = in.Worker
+		}
+		if !p.lapses(in) && kept[c] >= windows {
 			continue
 		}
 		part = append(part, copyFor(op, id))
-		kept[in.Lease]++
+		kept[c]++
 	}
 	return part
 }
@@ -387,7 +401,7 @@ func Porcupine() porcupine.Model { return Shape{}.Porcupine() }
 // Porcupine returns the porcupine model of the queue: per-job state, partitioned by job.
 func (sh Shape) Porcupine() porcupine.Model {
 	return porcupine.Model{
-		Partition: PartitionByJob,
+		Partition: sh.PartitionByJob,
 		Init:      func() any { return JobState{} },
 		Step: func(state, input, output any) (bool, any) {
 			next, v := sh.StepJob(state.(JobState), input.(Input), output.(Output))

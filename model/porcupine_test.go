@@ -3,8 +3,10 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 	"pgregory.net/rapid"
@@ -179,7 +181,7 @@ func TestLinearPartitionByJobIsSound(t *testing.T) {
 	const jobs = 3
 	part := Porcupine()
 	every := Porcupine()
-	every.Partition = func(h []porcupine.Operation) [][]porcupine.Operation { return partitionByJob(h, true) }
+	every.Partition = func(h []porcupine.Operation) [][]porcupine.Operation { return partitionByJob(h, true, false) }
 	whole := wholeQueue(jobs)
 	rapid.Check(t, func(t *rapid.T) {
 		h, legal := drawHistory(t, jobs)
@@ -419,5 +421,27 @@ func TestLinearTokensUnknownClaim(t *testing.T) {
 	}
 	if porcupine.CheckOperations(m, lost(1)) {
 		t.Error("a stale token's accepted completion, after a lost claim took the job, is called linearizable")
+	}
+}
+
+// Where a lease is its worker's, unknown claims of different workers are not interchangeable:
+// the copy a heartbeat needs must not be left out for an earlier-called one of another worker.
+// (A stress run's history, cut down: worker w0's claim, called before the enqueue, lost its
+// answer; so did w0-6's, which took the job, and w0-6's heartbeats then extended it.)
+func TestLinearPartitionKeepsEachWorkersClaim(t *testing.T) {
+	sh := Shape{Life: Lifecycle{On: true, WorkerLease: true, Renews: true}}
+	claimBy := func(c int, call int64, worker string) porcupine.Operation {
+		return op(c, call, inf, Input{Kind: OpClaim, Worker: worker, Lease: time.Hour}, Output{Outcome: Unknown})
+	}
+	beat := func(c int, call, ret int64) porcupine.Operation {
+		return op(c, call, ret, Input{Kind: OpRenew, Worker: "w0-6", Lease: time.Hour}, Output{Found: true, Job: 1})
+	}
+	h := []porcupine.Operation{claimBy(0, 1, "w0"), enq(1, 2, 3, 1), claimBy(2, 4, "w0-6"), beat(3, 5, 6), beat(3, 7, 8)}
+	if !porcupine.CheckOperations(sh.Porcupine(), h) {
+		t.Fatal("w0-6's heartbeats after its own lost claim are rejected")
+	}
+	// Without w0-6's claim, nothing could have given it the lease.
+	if porcupine.CheckOperations(sh.Porcupine(), slices.Delete(slices.Clone(h), 2, 3)) {
+		t.Fatal("a heartbeat of a worker that never claimed is accepted")
 	}
 }

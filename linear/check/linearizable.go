@@ -24,7 +24,7 @@ func JobModel(sh model.Shape) porcupine.Model {
 // checkLinearizable checks each job's operations with porcupine, a few jobs at a time, and
 // explains the first job (lowest id) that has no linearization.
 func checkLinearizable(h *history.History, timeout time.Duration, v *Verdict) *model.Violation {
-	parts := model.PartitionByJob(h.Porcupine())
+	parts := h.Shape.PartitionByJob(h.Porcupine())
 	v.Jobs = len(parts)
 	m := JobModel(h.Shape)
 	deadline := time.Now().Add(timeout)
@@ -76,7 +76,7 @@ func checkLinearizable(h *history.History, timeout time.Duration, v *Verdict) *m
 }
 
 // phantom reports whether an operation is a copy of an unknown-outcome claim or enqueue that
-// named no job (see model.PartitionByJob).
+// named no job (see model.Shape.PartitionByJob).
 func phantom(o porcupine.Operation) bool {
 	in, out := o.Input.(model.Input), o.Output.(model.Output)
 	_, named := model.JobOf(in, out)

@@ -39,7 +39,7 @@ func Timeline(h *history.History, path string) error {
 			checked = append(checked, o)
 		}
 	}
-	parts := model.PartitionByJob(checked)
+	parts := h.Shape.PartitionByJob(checked)
 	if len(parts) == 0 {
 		parts = [][]porcupine.Operation{{}}
 	}
