@@ -724,22 +724,26 @@ func (o Drain) Run(ctx context.Context, r Runner) error {
 		return err
 	}
 	for i, waited := 0, false; i <= len(res[0].Rows)+len(w.Jobs)+4; i++ {
+		sent := w.Clock.Latest() // the claim runs no earlier
 		c, err := r.Do(ctx, Claim{S: o.S})
 		if err != nil {
 			return err
 		}
 		if len(c) == 0 || c[0].Err != nil || !c[0].Out.Found {
-			// Jobs the run scheduled for later become due within a short wait: once, while a
-			// job is ready, the drain waits for the last of them, as the database clock tells.
-			d := w.DueBy - w.Clock.Estimate()
-			if waited || d <= 0 || d > MaxNearLease {
+			// Jobs the run scheduled for later (a run-at delay, a backoff) become due within a
+			// short wait, and a claim that found none may have run before the last of them was
+			// due, however late its answer came: once, while a job is ready, the drain waits
+			// for that time, as the database clock tells, and claims again.
+			if waited || w.DueBy < sent || w.DueBy-sent > MaxNearLease {
 				break
 			}
 			if s, err := r.Do(ctx, Snapshot{S: o.S}); err != nil || len(s) == 0 || !slices.ContainsFunc(s[0].Rows, func(r model.Row) bool { return r.State == model.Ready }) {
 				return err
 			}
-			if err := r.Sleep(ctx, d+10*time.Millisecond); err != nil {
-				return err
+			if d := w.DueBy - w.Clock.Estimate(); d > 0 {
+				if err := r.Sleep(ctx, d+10*time.Millisecond); err != nil {
+					return err
+				}
 			}
 			waited = true
 			continue
