@@ -86,6 +86,8 @@ type Result struct {
 	Measures  *timeline.Measures
 	Traffic   time.Duration // how long the traffic ran (the drain and the check excluded)
 	CheckTime time.Duration
+	// Rechecked: the first check ran out of its time, and the verdict is the second's.
+	Rechecked bool
 	Crashes   []CrashRound // the crash rounds, when Config.Crash was set
 	// Dest is what the destination held after the drain, when Config.Dest was set.
 	Dest effectdest.Counts
@@ -96,6 +98,9 @@ func (r *Result) Failed() bool { return r.Verdict != nil && !r.Verdict.OK }
 
 func (r *Result) String() string {
 	s := fmt.Sprintf("stress seed %d: %s in %v; %s", r.Seed, r.Counts, r.Traffic.Round(time.Millisecond), r.Verdict)
+	if r.Rechecked {
+		s += fmt.Sprintf(" (checked twice: the first check ran out of time; %v in all)", r.CheckTime.Round(time.Second))
+	}
 	if len(r.Crashes) > 0 {
 		s += "; " + crashSummary(r.Crashes)
 	}

@@ -232,6 +232,13 @@ func (r *run) judge(res *Result) {
 	}
 	t0 := time.Now()
 	res.Verdict = check.Check(h, cfg.CheckTimeout)
+	if res.Verdict.Inconclusive {
+		// The check ran out of time, which says nothing of the queue: on a loaded machine it
+		// gets a fraction of a core. The history is fixed, so it is checked again, once, with
+		// four times as long.
+		res.Verdict = check.Check(h, 4*cfg.CheckTimeout)
+		res.Rechecked = true
+	}
 	res.CheckTime = time.Since(t0)
 	r.judgeDest(res, h)
 	res.Counts.NotPromised = int64(len(res.Verdict.NotPromised))

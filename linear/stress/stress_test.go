@@ -3,6 +3,7 @@ package stress
 import (
 	"context"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,24 @@ func TestStressRealTime(t *testing.T) {
 		t.Errorf("no snapshot saw a running job's lease over")
 	}
 	t.Logf("%d reclaims by time, %d observations of a lease over", byTime, overSeen)
+}
+
+// A check that runs out of time is no verdict on the queue: the history is checked again with
+// four times as long before the run reports it inconclusive.
+func TestStressRechecksACheckOutOfTime(t *testing.T) {
+	in := suttest.Install(t, sut.MustBuiltin(sut.DefaultQueue))
+	res, err := Run(context.Background(), in, Config{Duration: 300 * time.Millisecond, ReportDir: t.TempDir(), CheckTimeout: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Rechecked || !res.Verdict.Inconclusive || !strings.Contains(res.String(), "checked twice") {
+		t.Fatalf("a check given 1 ns: rechecked %v, inconclusive %v: %s", res.Rechecked, res.Verdict.Inconclusive, res)
+	}
+	res, err = Run(context.Background(), in, Config{Duration: 300 * time.Millisecond, ReportDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rechecked || res.Failed() {
+		t.Fatalf("a check given its default time: rechecked %v: %s", res.Rechecked, res)
+	}
 }
