@@ -14,12 +14,14 @@ func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
 
 // River v0.47.0, as measured: a replaced worker's completion and failure are accepted (not
 // promised); the rescuer makes a job that completed after its fetch available again, and it is
-// completed a second time (River issue 1302); the rescuer waits for a job's row lock.
+// completed a second time (River issue 1302), or, at its last attempt, discarded though it
+// completed; the rescuer waits for a job's row lock.
 var want = judge.Want{
 	model.PSkipLocked:   campaign.StatusViolated,
 	model.PFencing:      campaign.StatusNotPromised,
 	model.PWriteFencing: campaign.StatusNotPromised,
 	model.PDoneOnce:     campaign.StatusViolated,
+	model.PRetries:      campaign.StatusViolated,
 }
 
 func TestVerdicts(t *testing.T) { judge.Judge(t, Name, "v0.47.0", nil, want) }
