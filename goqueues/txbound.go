@@ -169,12 +169,24 @@ func (q *txBound) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 // by who holds it.
 //
 // A held row's claim number comes from what this queue knew just before it read the table: the
-// holder's, or, where none held the job then, the next number (a claim that took the row since,
+// holder's, or, where none held the job then (or its transaction was over), the next number (a claim that took the row since,
 // its number not yet given); a free row's is the count then, a done row's the count after. A row lock is not part of a statement's snapshot, so the rows'
 // lockers cannot be read at one instant with them; every job's answer is true at some instant
 // of the snapshot's call, which is all a history asks of it.
 func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) {
 	holders, claims := q.known()
+	// A worker whose connection died does not say so: its claim's row lock may by now be a
+	// newer claim's, whose number is on its way. A holder kept was in its transaction, holding
+	// the row, at an instant of the snapshot's call.
+	running, err := sut.RunningTransactions(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for id, h := range holders {
+		if !running[sut.Transaction{PID: h.pid, XID: h.xid}] {
+			delete(holders, id)
+		}
+	}
 	begin, end := "BEGIN", "ROLLBACK"
 	own := c.PgConn().TxStatus() != 'I'
 	if own {

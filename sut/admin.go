@@ -162,3 +162,33 @@ func (in *Installed) CancelIdle(ctx context.Context, c *Session) error {
 	}
 	return c.Rollback(ctx)
 }
+
+// Transaction names a backend's transaction: its pid and its transaction id (a pid alone may
+// by now name another backend, pids being reused).
+type Transaction struct {
+	PID uint32
+	XID string
+}
+
+// RunningTransactions lists the transactions with an id that the database's backends are in
+// now. A Go queue whose claim holds a transaction open (the TxBound shape) keeps which
+// transaction holds which job; a worker whose connection died does not tell it, and this is how
+// it tells a live holder from a dead one.
+func RunningTransactions(ctx context.Context, c *pgx.Conn) (map[Transaction]bool, error) {
+	if c.PgConn().TxStatus() != 'I' {
+		// Inside a transaction the statistics are read once and kept.
+		if _, err := c.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+			return nil, err
+		}
+	}
+	rows, _ := c.Query(ctx, `SELECT pid, backend_xid::text FROM pg_stat_activity
+		WHERE datname = current_database() AND backend_xid IS NOT NULL`)
+	out := map[Transaction]bool{}
+	var pid int32
+	var xid string
+	_, err := pgx.ForEachRow(rows, []any{&pid, &xid}, func() error {
+		out[Transaction{PID: uint32(pid), XID: xid}] = true
+		return nil
+	})
+	return out, err
+}
