@@ -30,4 +30,4 @@ echo "| queue | version | property | verdict | found by | median time to find |"
 echo "|---|---|---|---|---|---|"
 sort -t$'\t' -k1,1 -k3,3n "$table" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6 }'
 echo
-echo "($seeds seeds per mode, $budget per campaign; modes sequential, stress and scheduled (gue: sequential and scheduled); $(go version | awk '{print $3}'), PGQCHECK_PG=${PGQCHECK_PG:-auto})"
+echo "($seeds seeds per mode, $budget per campaign; modes sequential, stress and scheduled; $(go version | awk '{print $3}'), PGQCHECK_PG=${PGQCHECK_PG:-auto})"
