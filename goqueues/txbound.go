@@ -178,14 +178,8 @@ func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error
 	// A worker whose connection died does not say so: its claim's row lock may by now be a
 	// newer claim's, whose number is on its way. A holder kept was in its transaction, holding
 	// the row, at an instant of the snapshot's call.
-	running, err := sut.RunningTransactions(ctx, c)
-	if err != nil {
+	if err := sut.DropEnded(ctx, c, holders, func(h handle) sut.Transaction { return sut.Transaction{PID: h.pid, XID: h.xid} }); err != nil {
 		return nil, err
-	}
-	for id, h := range holders {
-		if !running[sut.Transaction{PID: h.pid, XID: h.xid}] {
-			delete(holders, id)
-		}
 	}
 	begin, end := "BEGIN", "ROLLBACK"
 	own := c.PgConn().TxStatus() != 'I'

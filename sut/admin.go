@@ -192,3 +192,19 @@ func RunningTransactions(ctx context.Context, c *pgx.Conn) (map[Transaction]bool
 	})
 	return out, err
 }
+
+// DropEnded removes from holders (job -> the claim holding it) each claim whose transaction is
+// no longer running, tx naming a claim's transaction. A holder kept was in its transaction,
+// holding its row, at an instant of the call.
+func DropEnded[H any](ctx context.Context, c *pgx.Conn, holders map[int64]H, tx func(H) Transaction) error {
+	running, err := RunningTransactions(ctx, c)
+	if err != nil {
+		return err
+	}
+	for id, h := range holders {
+		if !running[tx(h)] {
+			delete(holders, id)
+		}
+	}
+	return nil
+}
