@@ -30,10 +30,8 @@ type Tally struct {
 func (t *Tally) sawNotPromised(f *Failure) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, g := range t.notPromised {
-		if g.Property == f.Property {
-			return false
-		}
+	if slices.ContainsFunc(t.notPromised, func(g *Failure) bool { return g.Property == f.Property }) {
+		return false
 	}
 	if f.foundAt.IsZero() {
 		f.foundAt = time.Now()

@@ -344,12 +344,11 @@ func Stress(ctx context.Context, in *sut.Installed, seed uint64, d time.Duration
 		return nil, err
 	}
 	o := &StressOutcome{Seed: res.Seed, Traffic: res.Traffic, Ops: res.Counts.Ops, Counts: res.Counts, Measures: res.Measures, ReportDir: res.ReportDir, Crashes: res.Crashes}
+	var seen []*verdict.Finding
 	for _, v := range res.Verdict.NotPromised {
-		f := &verdict.Finding{Violation: v, Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir}
-		if len(firstOfEach(append(o.NotPromised, f))) > len(o.NotPromised) {
-			o.NotPromised = append(o.NotPromised, f)
-		}
+		seen = append(seen, &verdict.Finding{Violation: v, Queue: in.Queue.Name, Source: in.Queue.Source, Mode: program.Stress, ReportDir: res.ReportDir})
 	}
+	o.NotPromised = firstOfEach(seen)
 	if !res.Failed() {
 		return o, nil
 	}
