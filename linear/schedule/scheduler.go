@@ -43,6 +43,10 @@ type Scheduler struct {
 // Trace is the last run's interleaving with the queue's answers, whether it held or failed.
 func (s *Scheduler) Trace() string { return s.trace }
 
+// Program is the last run's interleaving as a program: what was drawn, whatever the run's
+// timing made of it.
+func (s *Scheduler) Program() *program.Program { return s.lastProgram }
+
 // NewScheduler prepares scheduled mode for an installed queue. Close it when done.
 func NewScheduler(ctx context.Context, in *sut.Installed, cfg Config) *Scheduler {
 	return &Scheduler{ctx: ctx, in: in, cfg: cfg.withDefaults(in.Queue)}
