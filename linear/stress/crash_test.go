@@ -181,13 +181,27 @@ func TestLinearCrashCatchesLostCommits(t *testing.T) {
 	if _, err := in.Admin().Exec(context.Background(), "CHECKPOINT"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), in, Config{Duration: 800 * time.Millisecond, Crash: crasher, ReportDir: t.TempDir(), CheckTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(res)
-	if !res.Failed() {
-		t.Fatalf("a crash with asynchronous commits passed: %s", res)
+	// Whether a crash loses an acknowledged commit depends on where the WAL writer stood when
+	// the postmaster died: it writes a page of WAL once the page is full, and a round whose
+	// last acknowledged commits all sit in written pages loses nothing, which a loaded machine
+	// makes more likely. A round that lost nothing proves nothing either way; the test runs
+	// another, up to three, and reports each that held.
+	const rounds = 3
+	var res *Result
+	for round := 1; ; round++ {
+		var err error
+		res, err = Run(context.Background(), in, Config{Duration: 800 * time.Millisecond, Crash: crasher, ReportDir: t.TempDir(), CheckTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log(res)
+		if res.Failed() {
+			break
+		}
+		t.Logf("round %d of %d: the crash lost no acknowledged commit", round, rounds)
+		if round == rounds {
+			t.Fatalf("a crash with asynchronous commits passed %d rounds of %d: %s", rounds, rounds, res)
+		}
 	}
 	// The crash checks themselves must see it, not only the drain's accounting.
 	var seen []string
