@@ -723,18 +723,19 @@ func (o Drain) Run(ctx context.Context, r Runner) error {
 	if err := o.lapse(ctx, r, running...); err != nil {
 		return err
 	}
-	for i, waited := 0, false; i <= len(res[0].Rows)+len(w.Jobs)+4; i++ {
+	for i := 0; i <= len(res[0].Rows)+len(w.Jobs)+4; i++ {
 		sent := w.Clock.Latest() // the claim runs no earlier
 		c, err := r.Do(ctx, Claim{S: o.S})
 		if err != nil {
 			return err
 		}
 		if len(c) == 0 || c[0].Err != nil || !c[0].Out.Found {
-			// Jobs the run scheduled for later (a run-at delay, a backoff) become due within a
-			// short wait, and a claim that found none may have run before the last of them was
-			// due, however late its answer came: once, while a job is ready, the drain waits
-			// for that time, as the database clock tells, and claims again.
-			if waited || w.DueBy < sent || w.DueBy-sent > MaxNearLease {
+			// Jobs the run scheduled for later (a run-at delay, a backoff, a rescue of the
+			// drain's own) become due within a short wait, and a claim that found none may have
+			// run before the last of them was due, however late its answer came: while a job
+			// is ready, the drain waits for that time, as the database clock tells, and claims
+			// again. A claim sent after it is the last word.
+			if w.DueBy < sent || w.DueBy-sent > MaxNearLease {
 				break
 			}
 			if s, err := r.Do(ctx, Snapshot{S: o.S}); err != nil || len(s) == 0 || !slices.ContainsFunc(s[0].Rows, func(r model.Row) bool { return r.State == model.Ready }) {
@@ -745,7 +746,6 @@ func (o Drain) Run(ctx context.Context, r Runner) error {
 					return err
 				}
 			}
-			waited = true
 			continue
 		}
 		done, err := r.Do(ctx, Complete{S: o.S})

@@ -351,8 +351,9 @@ func (st RescueStmt) Judge(m *model.Queue, _ *Session, r Result, at model.Window
 func (st RescueStmt) Apply(w *World, s *Session, r Result, at model.Window) {
 	if r.Err != nil {
 		s.StatementFailed()
-	} else if w.Life.RescueBackoff && len(r.Jobs) > 0 {
-		w.DueBy = max(w.DueBy, at.To+w.Life.BackoffAfter(w.Life.MaxAttempts))
+	}
+	if w.Life.RescueBackoff && (len(r.Jobs) > 0 || r.Err != nil && at.To == model.Never) {
+		w.DueAfter(at, w.Life.BackoffAfter(w.Life.MaxAttempts))
 	}
 }
 

@@ -45,11 +45,11 @@ func (st FailStmt) Judge(m *model.Queue, _ *program.Session, r program.Result, a
 // Apply: a failure that retries makes its job due once its backoff ends, no later than the
 // backoff after as many attempts as the run claimed the job (every attempt began with a claim).
 func (st FailStmt) Apply(w *program.World, s *program.Session, r program.Result, at model.Window) {
-	switch {
-	case r.Err != nil:
+	if r.Err != nil {
 		s.StatementFailed()
-	case r.Out.Rows == 1 && st.Retryable:
-		w.DueBy = max(w.DueBy, at.To+w.Life.BackoffAfter(claimsOf(w, st.Job)))
+	}
+	if st.Retryable && (r.Err == nil && r.Out.Rows == 1 || r.Err != nil && at.To == model.Never) {
+		w.DueAfter(at, w.Life.BackoffAfter(claimsOf(w, st.Job)))
 	}
 }
 func (st FailStmt) Record(h program.Recording, r program.Result) {
@@ -207,8 +207,8 @@ func (st LaterStmt) Judge(m *model.Queue, _ *program.Session, r program.Result, 
 }
 func (st LaterStmt) Apply(w *program.World, s *program.Session, r program.Result, at model.Window) {
 	st.EnqueueStmt.Apply(w, s, r, at)
-	if r.Err == nil {
-		w.DueBy = max(w.DueBy, at.To+st.Delay)
+	if r.Err == nil || at.To == model.Never {
+		w.DueAfter(at, st.Delay)
 	}
 }
 func (st LaterStmt) Record(h program.Recording, r program.Result) {
