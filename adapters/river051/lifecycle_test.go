@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,38 +16,55 @@ import (
 )
 
 // River's lifecycle as the adapter reaches it, shown judged by breaking the adapter: each
-// mutant makes one decision of River's executor wrong, and a program must fail the property
-// the decision keeps on it, and hold on River.
+// mutant makes one decision of River's wrong (its executor's on a failure, its insert's on a
+// job scheduled for later), and a program must fail the property the decision keeps on it,
+// and hold on River.
 var lifeMutants = []struct {
-	name string
-	fail func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (int64, error)
-	want model.Property
+	name      string
+	fail      func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (int64, error)
+	enqueueAt func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, payload string, delay time.Duration) (int64, error)
+	want      model.Property
 }{
 	// The executor decides a last attempt's failure as an earlier one's: River retries the job
 	// past its max attempts.
-	{"retries-past-limit", func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (int64, error) {
+	{name: "retries-past-limit", fail: func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (int64, error) {
 		return q.Fail(ctx, c, id, min(gen, riverq.MaxAttempts-1), retryable, text)
-	}, model.PRetries},
+	}, want: model.PRetries},
 	// The executor reports a failure for good as a retryable one: a cancelled job comes back.
-	{"cancel-retries", func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, id, gen int64, _ bool, text string) (int64, error) {
+	{name: "cancel-retries", fail: func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, id, gen int64, _ bool, text string) (int64, error) {
 		return q.Fail(ctx, c, id, gen, true, text)
-	}, model.PRetries},
+	}, want: model.PRetries},
+	// The insert drops InsertOpts.ScheduledAt: a job scheduled for later is available at once.
+	{name: "schedule-dropped", enqueueAt: func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, payload string, _ time.Duration) (int64, error) {
+		return q.Enqueue(ctx, c, payload)
+	}, want: model.PScheduling},
 }
 
-// mutated is River with its executor's failure decision replaced.
+// mutated is River with one of its decisions replaced.
 type mutated struct {
 	*riverq.Queue
-	fail func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (int64, error)
+	fail      func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (int64, error)
+	enqueueAt func(q *riverq.Queue, ctx context.Context, c *pgx.Conn, payload string, delay time.Duration) (int64, error)
 }
 
 func (m mutated) Fail(ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (int64, error) {
+	if m.fail == nil {
+		return m.Queue.Fail(ctx, c, id, gen, retryable, text)
+	}
 	return m.fail(m.Queue, ctx, c, id, gen, retryable, text)
+}
+
+func (m mutated) EnqueueAt(ctx context.Context, c *pgx.Conn, payload string, delay time.Duration) (int64, error) {
+	if m.enqueueAt == nil {
+		return m.Queue.EnqueueAt(ctx, c, payload, delay)
+	}
+	return m.enqueueAt(m.Queue, ctx, c, payload, delay)
 }
 
 func init() {
 	for _, lm := range lifeMutants {
 		sut.Register(sut.GoDef{Name: Name + "-" + lm.name, Declared: riverq.Promises, Broken: true,
-			New: func() sut.GoQueue { return mutated{riverq.New(fetch), lm.fail} }})
+			New: func() sut.GoQueue { return mutated{riverq.New(fetch), lm.fail, lm.enqueueAt} }})
 	}
 }
 

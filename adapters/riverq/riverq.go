@@ -74,7 +74,8 @@ type Fetch func(ctx context.Context, exec riverdriver.Executor, params *riverdri
 // done terminal); claims take jobs by priority and scheduled time, not by id; a failed job is
 // retried at the time its retry policy gives until its max attempts, then discarded, and a
 // cancelled one is not retried; a rescued job is retried or discarded the same way (the doc of
-// InsertOpts.MaxAttempts, ClientRetryPolicy and JobCancel).
+// InsertOpts.MaxAttempts, ClientRetryPolicy and JobCancel); a job inserted with a scheduled
+// time is not worked before it (InsertOpts.ScheduledAt).
 var Promises = sut.Declared{
 	Order: model.Any,
 	Shape: model.Shape{RescueOnly: true, Unfenced: true, Life: model.Lifecycle{
@@ -154,6 +155,27 @@ func (q *Queue) Enqueue(ctx context.Context, c *pgx.Conn, payload string) (id in
 		return err
 	})
 	return id, err
+}
+
+// EnqueueAt inserts a job due delay from now (InsertOpts.ScheduledAt), which River inserts as
+// scheduled, and then runs the scheduler's step, as River's leader does on its next run: a job
+// due within the scheduler's interval is made available, and the producer's fetch takes it
+// once its scheduled time has come. A deployment's leader runs that step up to an interval
+// later, so a job may there wait past its time; the model's due job is claimable at its time,
+// and judges River as though the step ran at once.
+func (q *Queue) EnqueueAt(ctx context.Context, c *pgx.Conn, payload string, delay time.Duration) (id int64, err error) {
+	at := time.Now().Add(delay)
+	err = inTx(ctx, c, func(tx pgx.Tx) error {
+		res, err := q.client.InsertTx(ctx, tx, args{Payload: json.RawMessage(payload)}, &river.InsertOpts{MaxAttempts: MaxAttempts, ScheduledAt: at})
+		if err == nil {
+			id = res.Job.ID
+		}
+		return err
+	})
+	if err != nil {
+		return id, err
+	}
+	return id, q.schedule(ctx, c)
 }
 
 // Claim is the producer's fetch (not reachable through River's client API): the job's
@@ -291,7 +313,13 @@ func (q *Queue) Rescue(ctx context.Context, c *pgx.Conn) (ids []int64, err error
 	if err != nil {
 		return nil, err
 	}
-	return ids, q.exec(ctx, c, func(exec riverdriver.ExecutorTx) error {
+	return ids, q.schedule(ctx, c)
+}
+
+// schedule is the scheduler's step (internal/maintenance's JobScheduler): the scheduled and
+// retryable jobs due within its interval are made available.
+func (q *Queue) schedule(ctx context.Context, c *pgx.Conn) error {
+	return q.exec(ctx, c, func(exec riverdriver.ExecutorTx) error {
 		ahead := time.Now().Add(SchedulerInterval)
 		_, err := exec.JobSchedule(ctx, &riverdriver.JobScheduleParams{Max: 1000, Now: &ahead})
 		return err
