@@ -11,14 +11,14 @@ import (
 	"sync"
 	"testing"
 
-	"pgqcheck/verdict"
-
 	"pgregory.net/rapid"
 
 	"pgqcheck/internal/rapidrun"
 	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
+	"pgqcheck/sut/pgserver"
+	"pgqcheck/verdict"
 )
 
 // A failing verdict is read from the top: each failing test prints its broken property, its
@@ -120,6 +120,9 @@ func quietRapid(t *testing.T, prop func(*rapid.T)) (failed bool, logPath string)
 	out, failed := rapidrun.Check(t.Name(), prop)
 	if !failed {
 		return false, ""
+	}
+	if pgserver.Interrupted() {
+		return true, "(not kept: the run was interrupted)"
 	}
 	dir := filepath.Join(os.TempDir(), "pgqcheck-"+program.SafeName(t.Name()))
 	logPath = filepath.Join(dir, "rapid.log")

@@ -3,10 +3,13 @@ package pgserver
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +19,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+	"pgregory.net/rapid"
+
+	"pgqcheck/internal/rapidrun"
 )
 
 // helperEnv makes the test binary act as a helper process (see TestMain).
@@ -28,6 +34,9 @@ func TestMain(m *testing.M) {
 		return
 	case "shared-then-hang":
 		helperSharedThenHang()
+		return
+	case "shared-then-check":
+		helperSharedThenCheck()
 		return
 	}
 	os.Exit(Main(m))
@@ -59,6 +68,40 @@ func helperSharedThenHang() {
 		fmt.Printf("READY 0 %s\n", s.Backend)
 	}
 	select {}
+}
+
+// helperSharedThenCheck starts the shared server, reports it, and runs a rapid property that
+// asks the server something at every step until it is signalled, in the folder that
+// PGQCHECK_HELPER_DIR names, where rapid would save its fail files.
+func helperSharedThenCheck() {
+	flag.Parse() // rapid reads the test flags
+	s, err := Shared(context.Background())
+	if err == nil {
+		err = os.Chdir(os.Getenv("PGQCHECK_HELPER_DIR"))
+	}
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	check := func() (string, bool) {
+		return rapidrun.Check("TestAsksTheServer", func(t *rapid.T) {
+			rapid.IntRange(0, 9).Draw(t, "n")
+			conn, err := connect(context.Background(), s.dsnFor(s.adminDB()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(context.Background())
+			time.Sleep(time.Millisecond)
+		})
+	}
+	if out, failed := check(); failed {
+		fmt.Println("ERROR the property failed with its server up:", out)
+		os.Exit(1)
+	}
+	fmt.Printf("READY %d %s\n", s.local.pid, s.local.dir)
+	for {
+		check()
+	}
 }
 
 func needLocal(t *testing.T) {
@@ -279,6 +322,31 @@ func TestSharedInterrupt(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("cluster dir %s still there (%v)", dir, err)
 		_ = os.RemoveAll(dir)
+	}
+}
+
+// TestInterruptKeepsNoFailFile: a rapid property that fails because its server was stopped by
+// the interrupt leaves no fail file to replay.
+func TestInterruptKeepsNoFailFile(t *testing.T) {
+	needLocal(t)
+	dir := t.TempDir()
+	cmd, _, _ := startHelper(t, "shared-then-check", EnvPG+"=local", "PGQCHECK_HELPER_DIR="+dir)
+	time.Sleep(200 * time.Millisecond) // checks under way
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("the helper exited 0 on SIGINT")
+	}
+	var left []string
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, path)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Fatalf("the interrupted check left %v", left)
 	}
 }
 

@@ -2,10 +2,12 @@ package pgserver
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -33,6 +35,12 @@ func CleanupOnInterrupt(s *Server) {
 		go func() {
 			sig := <-ch
 			signal.Stop(ch)
+			interrupted.Store(true)
+			// The tests still running fail once their server is gone; those failures say
+			// nothing of any queue, and rapid would save each as a fail file to replay.
+			if f := flag.Lookup("rapid.nofailfile"); f != nil {
+				_ = f.Value.Set("true")
+			}
 			interrupt.mu.Lock()
 			var list []*Server
 			for s := range interrupt.servers {
@@ -55,6 +63,12 @@ func CleanupOnInterrupt(s *Server) {
 		}()
 	})
 }
+
+var interrupted atomic.Bool
+
+// Interrupted reports whether the process is stopping on SIGINT or SIGTERM: a test that fails
+// from now on failed because its server is being stopped, and keeps nothing of its failure.
+func Interrupted() bool { return interrupted.Load() }
 
 func unregisterInterrupt(s *Server) {
 	interrupt.mu.Lock()
