@@ -296,10 +296,10 @@ type observeSpec struct{ named }
 func (observeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	id := in.Job
 	switch {
-	case sh.DoneDeleted && s.Exists && s.State == Done && !out.Found:
+	case s.Exists && sh.Deletes(s.State) && !out.Found:
 		return s, nil
-	case sh.DoneDeleted && s.Exists && s.State == Done:
-		return s, Violate(PDoneOnce, "a snapshot holds job %d again (%s g%d), but it was done and deleted: a deleted job came back", id, out.State, out.Gen)
+	case s.Exists && sh.Deletes(s.State):
+		return s, Violate(deletedBack(s.State), "a snapshot holds job %d again (%s g%d), but it was %s and deleted: a deleted job came back", id, out.State, out.Gen, s.State)
 	case out.Found != s.Exists && s.Exists:
 		return s, Violate(PRecovery, "a snapshot does not hold job %d, which was enqueued (lost)", id)
 	case out.Found != s.Exists:

@@ -271,3 +271,26 @@ func TestLinearLifecycleHistories(t *testing.T) {
 		})
 	}
 }
+
+// Where dead rows are deleted, a snapshot that lacks a dead job is right, one that holds it
+// again shows a discarded job back, and a job that is not dead still may not vanish.
+func TestDeadDeleted(t *testing.T) {
+	q := New(LowestID)
+	q.Shape.DoneDeleted, q.Shape.DeadDeleted = true, true
+	q.Shape.Life = Lifecycle{On: true, Backoff: time.Second, Factor: 2}
+	mustNil(t, q.Enqueue(1))
+	mustNil(t, q.Enqueue(2))
+	mustNil(t, q.Claim(ms(0), hour, true, 1, 1))
+	mustNil(t, q.Fail(ms(10), 1, 1, false, "invalid input", 1))
+	mustNil(t, q.CheckSnapshot(ms(11), []Row{{ID: 2, State: Ready}}))
+	wantViolation(t, q.CheckSnapshot(ms(11), []Row{{ID: 1, State: Ready, Generation: 1, Attempts: 1, Kept: "invalid input"}, {ID: 2, State: Ready}}), PRetries, "job 1 was dead and deleted, but the queue holds it again")
+	wantViolation(t, q.CheckSnapshot(ms(11), nil), PRecovery, "only a done or dead job may vanish")
+	// The history checker's step says the same.
+	dead := JobState{Exists: true, State: Dead, Gen: 1}
+	if _, v := (observeSpec{}).step(q.Shape, dead, Input{Kind: OpObserve, Job: 1}, Output{}); v != nil {
+		t.Fatalf("a snapshot without a deleted dead job: %v", v)
+	}
+	if _, v := (observeSpec{}).step(q.Shape, dead, Input{Kind: OpObserve, Job: 1}, Output{Found: true, State: Ready, Gen: 1}); v == nil || v.Property != PRetries {
+		t.Fatalf("a snapshot holding a deleted dead job again: %v, want property 12", v)
+	}
+}

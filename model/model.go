@@ -567,12 +567,12 @@ func (q *Queue) CheckSnapshot(at Window, got []Row) error {
 		w := q.jobs[id]
 		g, ok := gi[id]
 		switch {
-		case q.Shape.DoneDeleted && w.State == Done && ok:
-			return Violate(PDoneOnce, "job %d was done and deleted, but the queue holds it again (%s): a deleted job came back", id, g)
-		case q.Shape.DoneDeleted && w.State == Done:
+		case q.Shape.Deletes(w.State) && ok:
+			return Violate(deletedBack(w.State), "job %d was %s and deleted, but the queue holds it again (%s): a deleted job came back", id, w.State, g)
+		case q.Shape.Deletes(w.State):
 			continue
-		case !ok && q.Shape.DoneDeleted:
-			return Violate(PRecovery, "job %d is %s, but the queue no longer holds it (lost: only a done job may vanish)", id, w.State)
+		case !ok && (q.Shape.DoneDeleted || q.Shape.DeadDeleted):
+			return Violate(PRecovery, "job %d is %s, but the queue no longer holds it (lost: only a %s job may vanish)", id, w.State, q.Shape.deletable())
 		case !ok:
 			return Violate(PRecovery, "job %d is missing from the queue (lost)", id)
 		}

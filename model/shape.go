@@ -13,6 +13,9 @@ type Shape struct {
 	// DoneDeleted: a finished job's row is deleted or moved away. A snapshot that lacks a done
 	// job is right; one that holds it again shows a deleted job come back.
 	DoneDeleted bool `json:"done_deleted,omitempty"`
+	// DeadDeleted: a job that failed for good or ran out of attempts is deleted too (a queue
+	// that discards such jobs); a snapshot that lacks a dead job is right.
+	DeadDeleted bool `json:"dead_deleted,omitempty"`
 	// RescueOnly: a claim need not take a running job whose lease ended; the queue's rescue step
 	// makes such jobs ready. (A claim that does take one is still legal.)
 	RescueOnly bool `json:"rescue_only,omitempty"`
@@ -27,6 +30,31 @@ type Shape struct {
 	// Life is the rest of a job's life the queue declares: failures, retries, dead jobs,
 	// renewals, run-at times, business effects.
 	Life Lifecycle `json:"life,omitempty"`
+}
+
+// Deletes reports whether the queue deletes a job once it is in state s.
+func (sh Shape) Deletes(s State) bool {
+	return s == Done && sh.DoneDeleted || s == Dead && sh.DeadDeleted
+}
+
+// deletable names the states whose jobs the queue deletes.
+func (sh Shape) deletable() string {
+	switch {
+	case sh.DoneDeleted && sh.DeadDeleted:
+		return "done or dead"
+	case sh.DeadDeleted:
+		return "dead"
+	}
+	return "done"
+}
+
+// deletedBack is the property a deleted job that came back breaks: done at most once for a
+// done job, the retries' end for a dead one.
+func deletedBack(s State) Property {
+	if s == Dead {
+		return PRetries
+	}
+	return PDoneOnce
 }
 
 // Promised reports whether the queue promises property p.
@@ -67,6 +95,9 @@ func (sh Shape) String() string {
 	}
 	if sh.DoneDeleted {
 		forms = append(forms, "done rows deleted")
+	}
+	if sh.DeadDeleted {
+		forms = append(forms, "dead rows deleted")
 	}
 	if sh.RescueOnly {
 		forms = append(forms, "expired jobs rescued")

@@ -57,13 +57,16 @@ type tally struct {
 	final           map[int64]history.Op // the job's last observation
 	claims          map[int64][]genOp    // claims that returned the job
 	mentioned       map[int64]bool       // claimed, completed or seen
+	// failures that may have ended the job (failed for good, or at an attempt limit), accepted
+	// or of unknown outcome: where dead rows are deleted, such a job may vanish
+	ending map[int64]int
 }
 
 // tallyOps reads the accepted completions (each by the generation it presented), the claims,
 // and every job's last observation.
 func tallyOps(h *history.History) *tally {
 	t := &tally{enqueued: map[int64]bool{}, accepted: map[int64][]genOp{}, maybe: map[int64]int{},
-		final: map[int64]history.Op{}, claims: map[int64][]genOp{}, mentioned: map[int64]bool{}}
+		final: map[int64]history.Op{}, claims: map[int64][]genOp{}, mentioned: map[int64]bool{}, ending: map[int64]int{}}
 	for _, o := range h.Ops {
 		in, out := o.Input, o.Output
 		switch {
@@ -79,6 +82,8 @@ func tallyOps(h *history.History) *tally {
 			t.mentioned[in.Job] = true
 		case in.Kind == model.OpComplete && out.Outcome == model.Unknown:
 			t.maybe[in.Job]++
+		case in.Kind == model.OpFail && (out.Outcome == model.Unknown || out.Rows == 1) && (!in.Retryable || h.Shape.Life.MaxAttempts > 0):
+			t.ending[in.Job]++
 		case in.Kind == model.OpObserve && out.Outcome == model.Returned:
 			if p, ok := t.final[in.Job]; !ok || o.Call >= p.Call {
 				t.final[in.Job] = o
@@ -108,6 +113,8 @@ func (a *Accounting) judgeJob(sh model.Shape, t *tally, id int64) bool {
 	switch {
 	case vanished && sh.DoneDeleted && len(t.accepted[id])+t.maybe[id] > 0:
 		// done, and deleted as the queue declares
+	case vanished && sh.DeadDeleted && t.ending[id] > 0:
+		// dead, and deleted as the queue declares
 	case vanished:
 		a.Lost = append(a.Lost, id)
 		a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d was enqueued and is missing after the drain (lost)", id))
@@ -164,9 +171,9 @@ func (a *Accounting) judgeStrays(sh model.Shape, t *tally) {
 		case f.Output.Found && f.Output.State != model.Done:
 			a.Lost = append(a.Lost, id)
 			a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d, created by an enqueue whose answer was lost, is %s after every lease lapsed and the queue drained (lost)", id, f.Output.State))
-		case !f.Output.Found && !(sh.DoneDeleted && len(t.accepted[id])+t.maybe[id] > 0):
-			// Seen once, then absent from a later snapshot: only a done job may vanish, and
-			// only where done rows are deleted.
+		case !f.Output.Found && !(sh.DoneDeleted && len(t.accepted[id])+t.maybe[id] > 0) && !(sh.DeadDeleted && t.ending[id] > 0):
+			// Seen once, then absent from a later snapshot: only a done (or dead) job may
+			// vanish, and only where such rows are deleted.
 			a.Lost = append(a.Lost, id)
 			a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d, created by an enqueue whose answer was lost, was seen and is missing after the drain (lost)", id))
 		}

@@ -193,3 +193,23 @@ func BenchmarkLinearCheck(b *testing.B) {
 		})
 	}
 }
+
+// TestAccountDeadDeleted: where dead rows are deleted, a drained job whose failure for good was
+// accepted may be gone; one whose only failure was retryable (no attempt limit) may not.
+func TestAccountDeadDeleted(t *testing.T) {
+	fail := func(h *hist, retryable bool) *hist {
+		return h.add("w1", 5, 6, model.Input{Kind: model.OpFail, Job: 1, Gen: 1, Retryable: retryable}, model.Output{Rows: 1})
+	}
+	gone := func(h *hist) *history.History {
+		h.add("reader", 7, 8, model.Input{Kind: model.OpObserve, Job: 1}, model.Output{})
+		hh := h.history(true)
+		hh.Shape = model.Shape{DoneDeleted: true, DeadDeleted: true, Life: model.Lifecycle{On: true, Backoff: time.Second}}
+		return hh
+	}
+	if a := Account(gone(fail(new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1), false))); len(a.Problems) > 0 {
+		t.Errorf("a job failed for good and deleted: %v", a.Problems)
+	}
+	if a := Account(gone(fail(new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1), true))); len(a.Lost) != 1 {
+		t.Errorf("a job failed once, to be retried, then gone: %s; want it lost", a)
+	}
+}
