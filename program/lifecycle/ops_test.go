@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/program/lifecycle"
 	"pgqcheck/sut"
@@ -48,5 +49,16 @@ func TestOpsNeedTheirFiles(t *testing.T) {
 	}
 	if (lifecycle.Fail{S: "w0", Back: 1}).Applicable(worlds["lifecycle"]) {
 		t.Error("a failure of a token the worker never held applies")
+	}
+}
+
+// A failure's due time counts as many attempts as the failing claim's generation, though this
+// world saw none of the job's earlier claims (a stress worker's world sees only its own).
+func TestFailDueCountsEveryClaim(t *testing.T) {
+	w := program.NewWorld(sut.MustBuiltin("lifecycle"), program.Reader, "w0")
+	at := model.Window{From: time.Second, To: time.Second + 10*time.Millisecond}
+	lifecycle.FailStmt{Job: 1, Gen: 3, Retryable: true}.Apply(w, w.Session("w0"), program.Result{Out: model.Output{Rows: 1}}, at)
+	if want := at.To + w.Life.BackoffAfter(3); w.DueBy < want {
+		t.Fatalf("after the third claim's failure DueBy is %v; want at least %v (the backoff after 3 attempts)", w.DueBy, want)
 	}
 }
