@@ -639,3 +639,24 @@ func ownContainers(t *testing.T, ctx context.Context) []container.Summary {
 	}
 	return res.Items
 }
+
+// TestNoAutovacuum: a server the suite starts runs no autovacuum worker, whose extension lock a
+// run's statements would wait on as on a backend outside the run.
+func TestNoAutovacuum(t *testing.T) {
+	needLocal(t)
+	ctx := context.Background()
+	s, err := Start(ctx, Options{Kind: "local", Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := connect(ctx, s.dsnFor(s.adminDB()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v string
+	if err := conn.QueryRow(ctx, "SHOW autovacuum").Scan(&v); err != nil || v != "off" {
+		t.Fatalf("autovacuum = %q (%v), want off", v, err)
+	}
+}
