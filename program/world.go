@@ -163,7 +163,6 @@ func NewWorld(q *sut.Queue, names ...string) *World {
 	return w
 }
 
-// Reset forgets everything but the sessions' names and lives, as a fresh queue starts.
 // DueAfter notes that a statement that ran in at may have made a job due d after it: DueBy
 // covers it. A statement whose answer was lost may still have taken effect, no later than the
 // moment its loss was seen, which is now as the database clock goes.
@@ -175,6 +174,7 @@ func (w *World) DueAfter(at model.Window, d time.Duration) {
 	w.DueBy = max(w.DueBy, end+d)
 }
 
+// Reset forgets everything but the sessions' names and lives, as a fresh queue starts.
 func (w *World) Reset() {
 	for _, s := range w.Sessions {
 		*s = Session{Name: s.Name, Lives: s.Lives, Crashes: s.Crashes}

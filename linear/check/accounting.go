@@ -62,6 +62,13 @@ type tally struct {
 	ending map[int64]int
 }
 
+// mayVanish reports whether job id may be missing from the queue: an accepted (or unknown)
+// completion, where done rows are deleted, or a failure that may have ended it, where dead
+// rows are.
+func (t *tally) mayVanish(sh model.Shape, id int64) bool {
+	return sh.DoneDeleted && len(t.accepted[id])+t.maybe[id] > 0 || sh.DeadDeleted && t.ending[id] > 0
+}
+
 // tallyOps reads the accepted completions (each by the generation it presented), the claims,
 // and every job's last observation.
 func tallyOps(h *history.History) *tally {
@@ -111,10 +118,8 @@ func (a *Accounting) judgeJob(sh model.Shape, t *tally, id int64) bool {
 	ok := true
 	vanished := !seen || !f.Output.Found
 	switch {
-	case vanished && sh.DoneDeleted && len(t.accepted[id])+t.maybe[id] > 0:
-		// done, and deleted as the queue declares
-	case vanished && sh.DeadDeleted && t.ending[id] > 0:
-		// dead, and deleted as the queue declares
+	case vanished && t.mayVanish(sh, id):
+		// done or dead, and deleted as the queue declares
 	case vanished:
 		a.Lost = append(a.Lost, id)
 		a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d was enqueued and is missing after the drain (lost)", id))
@@ -171,7 +176,7 @@ func (a *Accounting) judgeStrays(sh model.Shape, t *tally) {
 		case f.Output.Found && f.Output.State != model.Done:
 			a.Lost = append(a.Lost, id)
 			a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d, created by an enqueue whose answer was lost, is %s after every lease lapsed and the queue drained (lost)", id, f.Output.State))
-		case !f.Output.Found && !(sh.DoneDeleted && len(t.accepted[id])+t.maybe[id] > 0) && !(sh.DeadDeleted && t.ending[id] > 0):
+		case !f.Output.Found && !t.mayVanish(sh, id):
 			// Seen once, then absent from a later snapshot: only a done (or dead) job may
 			// vanish, and only where such rows are deleted.
 			a.Lost = append(a.Lost, id)
