@@ -147,8 +147,13 @@ type args struct {
 func (args) Kind() string { return "pgqcheck" }
 
 func (q *Queue) Enqueue(ctx context.Context, c *pgx.Conn, payload string) (id int64, err error) {
+	return q.insert(ctx, c, payload, &river.InsertOpts{MaxAttempts: MaxAttempts})
+}
+
+// insert is River's client inserting one job, in a transaction of the session's.
+func (q *Queue) insert(ctx context.Context, c *pgx.Conn, payload string, opts *river.InsertOpts) (id int64, err error) {
 	err = inTx(ctx, c, func(tx pgx.Tx) error {
-		res, err := q.client.InsertTx(ctx, tx, args{Payload: json.RawMessage(payload)}, &river.InsertOpts{MaxAttempts: MaxAttempts})
+		res, err := q.client.InsertTx(ctx, tx, args{Payload: json.RawMessage(payload)}, opts)
 		if err == nil {
 			id = res.Job.ID
 		}
@@ -164,14 +169,7 @@ func (q *Queue) Enqueue(ctx context.Context, c *pgx.Conn, payload string) (id in
 // later, so a job may there wait past its time; the model's due job is claimable at its time,
 // and judges River as though the step ran at once.
 func (q *Queue) EnqueueAt(ctx context.Context, c *pgx.Conn, payload string, delay time.Duration) (id int64, err error) {
-	at := time.Now().Add(delay)
-	err = inTx(ctx, c, func(tx pgx.Tx) error {
-		res, err := q.client.InsertTx(ctx, tx, args{Payload: json.RawMessage(payload)}, &river.InsertOpts{MaxAttempts: MaxAttempts, ScheduledAt: at})
-		if err == nil {
-			id = res.Job.ID
-		}
-		return err
-	})
+	id, err = q.insert(ctx, c, payload, &river.InsertOpts{MaxAttempts: MaxAttempts, ScheduledAt: time.Now().Add(delay)})
 	if err != nil {
 		return id, err
 	}
