@@ -90,7 +90,7 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 	t.Logf("exercised: %s", env.Counts)
 	verdicts := verdict.NewTable(q.Shape(), verdict.SequentialProperties...)
 	if n := len(env.NotPromised); n > 0 {
-		f := sequential.ReduceNotPromised(ctx, env, env.NotPromised[0], *reduceFor)
+		f := sequential.ReduceNotPromised(ctx, env, env.NotPromised, *reduceFor)
 		verdicts.NotPromised[f.Property()] = n
 		t.Logf("not promised: %d %s observed; the first, reduced:\n%s", n, verdict.NotPromisedWhat(f.Property(), n), f)
 		if len(f.Program.Ops) > 6 {

@@ -155,9 +155,9 @@ type Sequential struct {
 	// RealTime adds leases that end by themselves and real pauses (property 8), as
 	// TestPropLeaseTime does.
 	RealTime bool
-	// NotPromised, when set, is offered what the queue did that it does not promise, the first
-	// of each property once a search saw it: reduce makes its finding, at a cost the caller may
-	// decline.
+	// NotPromised, when set, is offered what the queue did that it does not promise, once for
+	// each property a search saw: reduce makes its finding from the first of them that shows
+	// again when replayed, at a cost the caller may decline.
 	NotPromised func(p model.Property, reduce func() *verdict.Finding)
 
 	env  *sequential.Env
@@ -229,9 +229,11 @@ func (e *Sequential) Search(ctx context.Context, rs Settings, tally Counter) (*v
 		})
 	})
 	if e.NotPromised != nil {
-		for _, f := range firstOfEach(env.NotPromised) {
+		seen := env.NotPromised
+		for _, f := range firstOfEach(seen) {
+			ofIt := slices.DeleteFunc(slices.Clone(seen), func(g *verdict.Finding) bool { return g.Property() != f.Property() })
 			e.NotPromised(f.Property(), func() *verdict.Finding {
-				return sequential.ReduceNotPromised(ctx, env, f, e.reduce)
+				return sequential.ReduceNotPromised(ctx, env, ofIt, e.reduce)
 			})
 		}
 	}

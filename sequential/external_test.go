@@ -12,6 +12,7 @@ import (
 	"pgqcheck/sequential"
 	"pgqcheck/sut"
 	"pgqcheck/sut/suttest"
+	"pgqcheck/verdict"
 )
 
 // destEnv is a sequential world on the seed's queue whose workers call a destination of the
@@ -115,7 +116,7 @@ func TestPropExternalEffects(t *testing.T) {
 				if c.Duplicates == 0 || len(e.NotPromised) == 0 {
 					t.Fatal("a destination that applies every call saw no duplicate in a whole search")
 				}
-				r := sequential.ReduceNotPromised(ctx, e, e.NotPromised[0], 10*time.Second)
+				r := sequential.ReduceNotPromised(ctx, e, e.NotPromised, 10*time.Second)
 				t.Logf("the first duplicate, reduced:\n%s", r)
 				// The reducer removes whole operations: a call of an older token keeps the claims
 				// that made it older.
@@ -127,4 +128,43 @@ func TestPropExternalEffects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A not-promised finding that a timing accident made need not show again when replayed; the
+// reduction then takes the next one seen that does, rather than keep the first as it was.
+func TestReduceNotPromisedTakesOneThatReplays(t *testing.T) {
+	ctx := context.Background()
+	q, err := sut.LoadDir(suttest.ModuleDir(t, "testdata/queues/at-least-once"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sequential.NewEnv(ctx, suttest.Install(t, q), program.Workers, program.Lockers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	stale, err := program.Parse("enqueue 1\nenqueue 1\nw0 claim\nw0 snapshot\nw0 pause past lease\nw1 claim\nw1 snapshot\nw0 complete newest\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.NotPromised = nil
+	if err := sequential.Replay(ctx, e, stale.Ops); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.NotPromised) == 0 || e.NotPromised[0].Property() != model.PFencing {
+		t.Fatalf("w0's stale completion on a queue that does not fence showed no not-promised finding: %v", e.NotPromised)
+	}
+	seen := *e.NotPromised[0]
+	// The one seen first: its program, replayed, claims and completes in time.
+	accident := seen
+	accident.Program = &program.Program{Ops: stale.Ops[:3]}
+	r := sequential.ReduceNotPromised(ctx, e, []*verdict.Finding{&accident, &seen}, 20*time.Second)
+	if r.Property() != model.PFencing || len(r.Program.Ops) >= len(stale.Ops) {
+		t.Fatalf("the reduction kept %d operations of property %v; the stale completion replays in fewer than %d:\n%s", len(r.Program.Ops), r.Property(), len(stale.Ops), r)
+	}
+	e.NotPromised = nil
+	if err := sequential.Replay(ctx, e, r.Program.Ops); err != nil || len(e.NotPromised) == 0 {
+		t.Fatalf("the reduced program does not show the stale completion again (%v):\n%s", err, r.Program.Body())
+	}
+	t.Logf("reduced to %d operations:\n%s", len(r.Program.Ops), r.Program.Body())
 }

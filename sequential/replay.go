@@ -54,17 +54,41 @@ func replayNotPromised(ctx context.Context, e *Env, ops []program.Op, p model.Pr
 
 // ReduceNotPromised reduces the program of a not-promised finding as a failure's program is
 // reduced (whole operations, for as long as the rest still shows it), and returns it with the
-// reduced program's trace. It leaves env's NotPromised empty.
-func ReduceNotPromised(ctx context.Context, e *Env, f *verdict.Finding, budget time.Duration) *verdict.Finding {
-	p := f.Property()
-	ops, _ := verdict.Reduce(ctx, f.Program.Ops, budget, func(ops []program.Op) error { return replayNotPromised(ctx, e, ops, p) })
-	err := replayNotPromised(ctx, e, ops, p) // env then holds the reduced run, whose trace is reported
-	var v *model.Violation
-	out := *f
-	if errors.As(err, &v) && v.NotPromised && len(e.NotPromised) > 0 {
-		out.Violation, out.Program = v, &program.Program{Header: map[string]string{}, Ops: ops}
-		out.Trace, out.Model = e.NotPromised[0].Trace, e.NotPromised[0].Model
+// reduced program's trace. It takes the findings observed, in the order seen, and reduces the
+// first of the first one's property whose program shows it again when replayed: a finding that
+// a timing accident made (a pause that landed late on a loaded machine) need not replay, and
+// then nothing of it can be removed. When none replays within budget, the first is returned as
+// it was observed. It leaves env's NotPromised empty.
+func ReduceNotPromised(ctx context.Context, e *Env, fs []*verdict.Finding, budget time.Duration) *verdict.Finding {
+	defer func() { e.NotPromised = nil }()
+	p := fs[0].Property()
+	deadline := time.Now().Add(budget)
+	for _, f := range fs {
+		left := budget
+		if budget > 0 {
+			if left = time.Until(deadline); left <= 0 {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if f.Property() != p {
+			continue
+		}
+		replay := func(ops []program.Op) error { return replayNotPromised(ctx, e, ops, p) }
+		ops, err := verdict.Reduce(ctx, f.Program.Ops, left, replay)
+		var v *model.Violation
+		if !errors.As(err, &v) {
+			continue // it did not show again
+		}
+		// env then holds the reduced run, whose trace is reported
+		if err := replay(ops); errors.As(err, &v) && len(e.NotPromised) > 0 {
+			out := *f
+			out.Violation, out.Program = v, &program.Program{Header: map[string]string{}, Ops: ops}
+			out.Trace, out.Model = e.NotPromised[0].Trace, e.NotPromised[0].Model
+			return &out
+		}
 	}
-	e.NotPromised = nil
-	return &out
+	return fs[0]
 }
