@@ -57,8 +57,23 @@ func TestOpsNeedTheirFiles(t *testing.T) {
 func TestFailDueCountsEveryClaim(t *testing.T) {
 	w := program.NewWorld(sut.MustBuiltin("lifecycle"), program.Reader, "w0")
 	at := model.Window{From: time.Second, To: time.Second + 10*time.Millisecond}
-	lifecycle.FailStmt{Job: 1, Gen: 3, Retryable: true}.Apply(w, w.Session("w0"), program.Result{Out: model.Output{Rows: 1}}, at)
-	if want := at.To + w.Life.BackoffAfter(3); w.DueBy < want {
-		t.Fatalf("after the third claim's failure DueBy is %v; want at least %v (the backoff after 3 attempts)", w.DueBy, want)
+	lifecycle.FailStmt{Job: 1, Gen: 2, Retryable: true}.Apply(w, w.Session("w0"), program.Result{Out: model.Output{Rows: 1}}, at)
+	if want := at.To + w.Life.BackoffAfter(2); w.DueBy < want {
+		t.Fatalf("after the second claim's failure DueBy is %v; want at least %v (the backoff after 2 attempts)", w.DueBy, want)
+	}
+}
+
+// A job reclaimed many times (each lapsed lease a generation) is still retried only before
+// its last attempt: the due time a failure sets stays within the longest backoff the limit
+// allows, which the drain can wait for.
+func TestFailDueWithinTheAttemptLimit(t *testing.T) {
+	w := program.NewWorld(sut.MustBuiltin("lifecycle"), program.Reader, "w0")
+	if w.Life.MaxAttempts < 2 {
+		t.Fatalf("the lifecycle queue allows %d attempts; the test needs a limit of at least 2", w.Life.MaxAttempts)
+	}
+	at := model.Window{From: time.Second, To: time.Second + 10*time.Millisecond}
+	lifecycle.FailStmt{Job: 1, Gen: 7, Retryable: true}.Apply(w, w.Session("w0"), program.Result{Out: model.Output{Rows: 1}}, at)
+	if most := at.To + w.Life.BackoffAfter(w.Life.MaxAttempts-1); w.DueBy != most {
+		t.Fatalf("after a retried failure by generation 7, DueBy is %v; the limit of %d attempts allows no backoff past %v", w.DueBy, w.Life.MaxAttempts, most)
 	}
 }

@@ -45,13 +45,18 @@ func (st FailStmt) Judge(m *model.Queue, _ *program.Session, r program.Result, a
 // Apply: a failure that retries makes its job due once its backoff ends, no later than the
 // backoff after as many attempts as the job had claims (every attempt began with a claim): the
 // failing claim's generation, or the claims this world saw where it knows more (a stress
-// worker's world sees only its own claims).
+// worker's world sees only its own claims). Under an attempt limit a job is retried only
+// before its last attempt, so no backoff is longer than the one after the last but one.
 func (st FailStmt) Apply(w *program.World, s *program.Session, r program.Result, at model.Window) {
 	if r.Err != nil {
 		s.StatementFailed()
 	}
 	if st.Retryable && (r.Err == nil && r.Out.Rows == 1 || r.Err != nil && at.To == model.Never) {
-		w.DueAfter(at, w.Life.BackoffAfter(max(claimsOf(w, st.Job), st.Gen)))
+		n := max(claimsOf(w, st.Job), st.Gen)
+		if w.Life.MaxAttempts > 1 {
+			n = min(n, w.Life.MaxAttempts-1)
+		}
+		w.DueAfter(at, w.Life.BackoffAfter(n))
 	}
 }
 func (st FailStmt) Record(h program.Recording, r program.Result) {
