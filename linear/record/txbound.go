@@ -57,13 +57,11 @@ func (c *Client) checkHeld(ctx context.Context) {
 	case conn.IsClosed():
 		_ = c.endSession(ctx)
 	case errors.As(err, &pgErr):
-		// The backend answered, inside its transaction (a failed one keeps its row locks until
-		// it rolls back), or outside any.
-		if conn.PgConn().TxStatus() == 'I' {
-			c.recordLeasesEnded(true)
-			return
-		}
-		c.lastOpen = call
+		// The backend answered outside any transaction, or inside a failed one: Postgres aborts
+		// a transaction, and lets go of its row locks, when one of its statements fails, though
+		// the session stays in the failed block until it rolls back.
+		c.recordLeasesEnded(true)
+		return
 	}
 	// Otherwise the question was never answered (the run is stopping): nothing is learnt.
 }
