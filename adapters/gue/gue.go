@@ -6,9 +6,12 @@
 // row lock (FOR UPDATE SKIP LOCKED) held from LockJob until Done or Error, so no two workers
 // hold a job at once and a worker that dies releases it; the worker that holds the lock is the
 // only one whose Delete and Done take effect, so a replaced worker cannot complete (fencing);
-// a job is deleted when done; claims take jobs by priority, not in insertion order; Error
-// retries with a backoff (not judged here). There is no attempt counter: the adapter numbers
-// each job's claims, and the lease is the claim's transaction.
+// a job is deleted when done; claims take jobs by priority, not in insertion order; a job its
+// worker reports failed (Job.Error) is retried after the client's backoff, with error_count
+// counting the failures and last_error keeping the latest, and a worker's ErrDiscardJob (a
+// failure for good) deletes the job; there is no attempt limit (a backoff that returns a
+// negative duration discards, which the adapter's does not). There is no attempt counter: the
+// adapter numbers each job's claims, and the lease is the claim's transaction.
 package gue
 
 import (
@@ -39,19 +42,33 @@ const Version = "v5.8.0"
 const Name = "gue-" + Version
 
 func init() {
-	sut.Register(sut.GoDef{Name: Name, New: func() sut.GoQueue { return &Queue{} },
-		Declared: sut.Declared{Order: model.Any, Shape: model.Shape{TxBound: true, DoneDeleted: true}, FixedLease: time.Hour}})
+	sut.Register(sut.GoDef{Name: Name, New: func() sut.GoQueue { return &Queue{} }, Declared: Promises})
 }
+
+// Backoff is the delay after each failure: the client's gue.NewConstantBackoff. gue's default,
+// an exponential from 1 s with jitter, is too long for a run and not exact enough to judge; a
+// constant one keeps a job that fails again and again, which gue has no limit on, due within
+// a drain's wait.
+const Backoff = 200 * time.Millisecond
+
+// Promises is what gue declares, as the model judges it (see the package doc): claims by
+// priority, a claim's lease its transaction, done and discarded jobs deleted, failures counted
+// when they are reported, each retried after Backoff, with no attempt limit.
+var Promises = sut.Declared{Order: model.Any, FixedLease: time.Hour, Shape: model.Shape{TxBound: true, DoneDeleted: true, DeadDeleted: true,
+	Life: model.Lifecycle{Backoff: Backoff, Factor: 1}}}
+
+var backoff = gue.NewConstantBackoff(Backoff)
 
 // Queue is gue on one installed database. gue's ids are ULIDs; the adapter numbers them in
 // enqueue order, and keeps which claim holds which job. It has no locker: a claim holds its
 // job's row lock until the job ends, so another session's lock of it waits by design.
 type Queue struct {
-	mu     sync.Mutex
-	ids    map[string]int64
-	claims map[int64]int64      // job -> claims so far
-	holder map[int64]*handle    // job -> the claim whose transaction holds it
-	made   map[[2]int64]*handle // (job, claim number) -> every claim made
+	backoff gue.Backoff // nil: backoff
+	mu      sync.Mutex
+	ids     map[string]int64
+	claims  map[int64]int64      // job -> claims so far
+	holder  map[int64]*handle    // job -> the claim whose transaction holds it
+	made    map[[2]int64]*handle // (job, claim number) -> every claim made
 }
 
 // handle is one claim: gue's job, whose transaction holds the row, on the connection it runs on.
@@ -89,7 +106,13 @@ var (
 	schemaErr  error
 )
 
-func (q *Queue) client(c *pgx.Conn) (*gue.Client, error) { return gue.NewClient(pool{c}) }
+func (q *Queue) client(c *pgx.Conn) (*gue.Client, error) {
+	b := q.backoff
+	if b == nil {
+		b = backoff
+	}
+	return gue.NewClient(pool{c}, gue.WithClientBackoff(b))
+}
 
 func (q *Queue) Enqueue(ctx context.Context, c *pgx.Conn, payload string) (int64, error) {
 	cl, err := q.client(c)
@@ -163,6 +186,31 @@ func (q *Queue) Complete(ctx context.Context, c *pgx.Conn, id, gen int64) (int64
 	return 1, nil
 }
 
+// Fail calls the claim's Job.Error, as the worker holding that claim's job would when its
+// handler fails: with the failure's text, retried after the backoff, or, for a failure for
+// good, gue.ErrDiscardJob, which deletes the job. Job.Error ends the claim's transaction. A
+// claim whose transaction has ended changes nothing, as in Complete.
+func (q *Queue) Fail(ctx context.Context, c *pgx.Conn, id, gen int64, retryable bool, text string) (int64, error) {
+	h := q.claimOf(id, gen)
+	if h == nil || h.ended || h.c.IsClosed() || h.c.PgConn().TxStatus() == 'I' {
+		return 0, nil
+	}
+	jErr := errors.New(text)
+	if !retryable {
+		jErr = gue.ErrDiscardJob(text)
+	}
+	err := h.job.Error(ctx, jErr)
+	switch {
+	case errors.Is(err, pgx.ErrTxClosed) || errors.Is(err, adapter.ErrTxClosed):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	h.ended = true
+	q.release(id, h)
+	return 1, nil
+}
+
 // claimOf is the claim (id, gen).
 func (q *Queue) claimOf(id, gen int64) *handle {
 	q.mu.Lock()
@@ -215,7 +263,20 @@ func (q *Queue) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 // locked is running, told apart by a FOR UPDATE SKIP LOCKED read in a transaction rolled back
 // (on a session that holds a job itself, in a savepoint, where its own job is told by its
 // holder).
+//
+// A claim of a job counted while the read ran leaves the read's row and its claim number
+// apart (a failure by that claim already in the row, a number from before it): such a read
+// is taken again.
 func (q *Queue) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) {
+	for try := 1; ; try++ {
+		rows, stable, err := q.snapshot(ctx, c)
+		if err != nil || stable || try == 10 {
+			return rows, err
+		}
+	}
+}
+
+func (q *Queue) snapshot(ctx context.Context, c *pgx.Conn) (out []model.Row, stable bool, err error) {
 	q.mu.Lock()
 	claims, holders := make(map[int64]int64, len(q.claims)), make(map[int64]*handle, len(q.holder))
 	for k, v := range q.claims {
@@ -229,7 +290,7 @@ func (q *Queue) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) 
 	// newer claim's, whose number is on its way. A holder kept was in its transaction, holding
 	// the row, at an instant of the snapshot's call.
 	if err := sut.DropEnded(ctx, c, holders, func(h *handle) sut.Transaction { return sut.Transaction{PID: h.pid, XID: h.xid} }); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	begin, end := "BEGIN", "ROLLBACK"
 	own := c.PgConn().TxStatus() != 'I'
@@ -237,43 +298,46 @@ func (q *Queue) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) 
 		begin, end = "SAVEPOINT pgqcheck_snapshot", "ROLLBACK TO SAVEPOINT pgqcheck_snapshot"
 	}
 	if _, err := c.Exec(ctx, begin); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer c.Exec(context.Background(), end)
-	rows, err := c.Query(ctx, `SELECT j.job_id, f.job_id IS NOT NULL
+	rows, err := c.Query(ctx, `SELECT j.job_id, f.job_id IS NOT NULL, j.error_count, coalesce(j.last_error, '')
 		FROM gue_jobs j LEFT JOIN (SELECT job_id FROM gue_jobs FOR UPDATE SKIP LOCKED) f ON f.job_id = j.job_id`)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	type read struct {
-		ulid   string
-		isFree bool
+		ulid     string
+		isFree   bool
+		failures int32
+		lastErr  string
 	}
 	var reads []read
 	for rows.Next() {
 		var r read
-		if err := rows.Scan(&r.ulid, &r.isFree); err != nil {
+		if err := rows.Scan(&r.ulid, &r.isFree, &r.failures, &r.lastErr); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, false, err
 		}
 		reads = append(reads, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// Numbers are given before the insert is sent, so the ones known once the rows are read
 	// name every row read.
 	q.mu.Lock()
 	ids := make(map[string]int64, len(reads))
+	stable = true
 	for _, rd := range reads {
 		ids[rd.ulid] = q.ids[rd.ulid]
+		stable = stable && q.claims[ids[rd.ulid]] == claims[ids[rd.ulid]]
 	}
 	q.mu.Unlock()
-	var out []model.Row
 	for _, rd := range reads {
 		isFree := rd.isFree
-		r := model.Row{ID: ids[rd.ulid], State: model.Ready}
+		r := model.Row{ID: ids[rd.ulid], State: model.Ready, Attempts: int64(rd.failures), Kept: rd.lastErr}
 		r.Generation = claims[r.ID]
 		// A locked row is running where a claim holds it. A lock no known claim holds is a
 		// locker's, or a claim's whose answer is on its way (the claim may follow this read).
@@ -283,7 +347,7 @@ func (q *Queue) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) 
 		out = append(out, r)
 	}
 	sortRows(out)
-	return out, nil
+	return out, stable, nil
 }
 
 func sortRows(rs []model.Row) {
