@@ -111,3 +111,33 @@ func TestClaimsAlone(t *testing.T) {
 		t.Error("a claim inside an open transaction does not apply to the seed's queue")
 	}
 }
+
+// TestWorkAlone: a queue that declares its work runs on connections of its own gets no
+// enqueue, claim or completion drawn inside a transaction; the seed's queue does.
+func TestWorkAlone(t *testing.T) {
+	q := sut.MustBuiltin(sut.DefaultQueue)
+	name := WorkerName(1)
+	inTxn := func(w *World) []Op {
+		w.Sessions[1].InTxn = true
+		var applies []Op
+		for _, op := range []Op{Enqueue{S: name, N: 1}, Claim{S: name}, Complete{S: name}} {
+			if op.Applicable(w) {
+				applies = append(applies, op)
+			}
+		}
+		return applies
+	}
+	held := func(w *World) *World {
+		w.Sessions[1].Tokens = append(w.Sessions[1].Tokens, Token{ID: 1, Gen: 1})
+		w.Jobs = []int64{1}
+		return w
+	}
+	if got := inTxn(held(NewWorld(q, WorkerName(0), name))); len(got) != 3 {
+		t.Fatalf("inside a transaction on the seed's queue only %v apply; want an enqueue, a claim and a completion", got)
+	}
+	alone := *q
+	alone.WorkAlone = true
+	if got := inTxn(held(NewWorld(&alone, WorkerName(0), name))); len(got) != 0 {
+		t.Errorf("inside a transaction on a queue whose work runs alone %v apply", got)
+	}
+}

@@ -109,7 +109,7 @@ type World struct {
 	// an operation on a job another session holds locked does not apply.
 	NoWaits bool
 	// NoTxnWork: only row locks happen inside transactions (sequential mode, whose model
-	// applies each statement when it returns).
+	// applies each statement when it returns; a queue that declares WorkAlone).
 	NoTxnWork bool
 	CanLock   bool // the queue ships lock.sql
 	CanRescue bool // the queue ships rescue.sql
@@ -149,7 +149,8 @@ type World struct {
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
-	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, ClaimsAlone: q.ClaimsAlone, FixedLease: q.FixedLease, Lease: LongLease,
+	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, ClaimsAlone: q.ClaimsAlone || q.WorkAlone,
+		NoTxnWork: q.WorkAlone, FixedLease: q.FixedLease, Lease: LongLease,
 		Life: q.Shape().Life, Clock: &dbtime.Clock{}}
 	if q.FixedLease != 0 {
 		w.Lease = q.FixedLease

@@ -35,6 +35,11 @@ type Declared struct {
 	// transaction that began earlier, so no claim is drawn inside one. Without it a claim may run
 	// inside a longer transaction, and must read the clock, not the transaction's start.
 	ClaimsAlone bool
+	// WorkAlone: the queue runs its enqueues, claims, completions and failures on connections
+	// of its own, never inside a caller's transaction (a Go queue whose worker owns the
+	// transaction that holds its job), so none of them is drawn inside one. It implies
+	// ClaimsAlone.
+	WorkAlone bool
 
 	// What the queue can do beyond the contract's core, found by the backend's constructor in
 	// what the queue ships: lock.sql or a GoLocker, rescue.sql. (The lifecycle's capabilities
