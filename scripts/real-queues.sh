@@ -14,7 +14,7 @@ export PATH="$PATH:/usr/local/go/bin"
 seeds="${REALQ_SEEDS:-5}" budget="${REALQ_BUDGET:-8s}"
 table="$(mktemp /tmp/pgqcheck-realq.XXXXXX)"
 trap 'rm -f "$table"' EXIT
-for mod in . river047 river048; do
+for mod in . river047 river048 neoq; do
 	log="$(mktemp /tmp/pgqcheck-realq-log.XXXXXX)"
 	# The verdicts asserted by go test may differ from a longer run's; the table shows what
 	# this run measured, and a failing assertion is printed below it.
