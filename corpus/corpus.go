@@ -67,18 +67,20 @@ type Replayer struct {
 	ownEnv bool
 	sched  *schedule.Scheduler
 	trace  string
+	// landings are the last replayed program's (Landings).
+	landings func() []program.Landing
 }
 
 // Trace is the last replayed program as it ran, with the queue's answers, held or not.
 func (r *Replayer) Trace() string { return r.trace }
 
-// Landings are where the last replayed sequential program's statements after its pauses to
-// just before a lease's edge ran, against where the pauses aimed them.
+// Landings are where the last replayed program's statements after its pauses to just before a
+// lease's edge ran, against where the pauses aimed them.
 func (r *Replayer) Landings() []program.Landing {
-	if r.Env == nil {
+	if r.landings == nil {
 		return nil
 	}
-	return r.Env.W.Approach.Landings
+	return r.landings()
 }
 
 // Replay runs one case against the queue: nil when it held, the finding when it failed, an
@@ -96,7 +98,7 @@ func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*verdict.Fin
 			r.sched = schedule.NewScheduler(ctx, r.In, schedule.Config{Name: "replay-" + r.In.Queue.Name, ReportDir: r.ReportDir})
 		}
 		f, err := r.sched.ReplayProgram(p)
-		r.trace = r.sched.Trace()
+		r.trace, r.landings = r.sched.Trace(), r.sched.Landings
 		return f, err
 	}
 	if r.Env == nil {
@@ -108,7 +110,7 @@ func (r *Replayer) Replay(ctx context.Context, p *program.Program) (*verdict.Fin
 	}
 	env := r.Env
 	err := sequential.Replay(ctx, env, p.Ops)
-	r.trace = env.Program()
+	r.trace, r.landings = env.Program(), func() []program.Landing { return env.W.Approach.Landings }
 	var v *model.Violation
 	switch {
 	case err == nil:

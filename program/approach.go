@@ -85,6 +85,10 @@ func (a *Approach) Next(at model.Window) (Landing, bool) {
 	return *l, true
 }
 
+// Carry is what a run of its own that follows keeps of a: the delays learnt, none of this
+// run's landings (scheduled mode makes a world for each run).
+func (a *Approach) Carry() Approach { return Approach{delays: slices.Clone(a.delays)} }
+
 // reset starts a new run: its landings are its own, the delays learnt stay.
 func (a *Approach) reset() {
 	a.pending, a.fresh, a.Landings = nil, false, nil

@@ -226,6 +226,12 @@ func (r *scheduledRun) recordReturned(sess *scheduledSession) error {
 	if r.timed && res.Clock.Known() {
 		answer += "  @" + f.At.String()
 	}
+	if f == r.aimed {
+		r.aimed = nil
+		if l, ok := r.world.Approach.Next(f.At); ok && res.Clock.Known() {
+			answer += " (" + l.String() + ")"
+		}
+	}
 	r.traceAnswer(sess, answer)
 	r.world.Apply(sess.state, f.Stmt, res, f.At)
 	if res.Err != nil && lost {

@@ -8,6 +8,7 @@ import (
 	"pgqcheck/faultproxy"
 	"pgqcheck/linear/history"
 	"pgqcheck/linear/record"
+	"pgqcheck/model"
 	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/verdict"
@@ -36,6 +37,10 @@ type scheduledRun struct {
 	// The pauses the run made and how long they lasted: a history records only statements.
 	pauses int
 	slept  time.Duration
+	// aiming: a pause to a lease's edge has just ended, and the next statement sent is the one
+	// it aimed; aimed is that statement, until it returns and its landing is known.
+	aiming bool
+	aimed  *record.Flight
 }
 
 // scheduledSession is one session of a scheduled run: its state in the run's world, its
@@ -78,6 +83,7 @@ func (r *scheduledRun) start(n int) error {
 	}
 	r.world = program.NewWorld(s.in.Queue, names...)
 	r.world.Clock = r.rec.DB
+	r.world.Approach = s.approach.Carry()
 	if s.proxy == nil {
 		p, err := faultproxy.New()
 		if err != nil {
@@ -195,6 +201,9 @@ func (r *scheduledRun) issue(sess *scheduledSession, op program.Op) {
 			}
 		}
 		f := &record.Flight{Stmt: stmt}
+		if r.aiming {
+			r.aiming, r.aimed = false, f
+		}
 		if err := sess.client.Send(r.scheduler.ctx, f); err != nil {
 			r.harnessFailed(err)
 			return
@@ -242,6 +251,11 @@ func (r *scheduledRun) procedure(sess *scheduledSession, p program.Procedure) {
 		if _, ok := p.(program.Near); ok {
 			r.trace[line] += fmt.Sprintf(" -> slept %v", slept.Round(time.Millisecond))
 		}
+	}
+	if _, ok := p.(program.Near); ok {
+		// The pause's own step is over: the statement it aimed is the next one sent.
+		r.world.Approach.Next(model.Window{From: -1})
+		r.aiming = true
 	}
 }
 

@@ -38,7 +38,15 @@ type Scheduler struct {
 	lastProgram *program.Program
 	// Counts is what the last run's history exercised.
 	Counts program.Counts
+	// approach carries how late a statement after a pause to a lease's edge lands from one run
+	// to the next (each run has a world of its own); landings are the last run's.
+	approach program.Approach
+	landings []program.Landing
 }
+
+// Landings are where the last run's statements after its pauses to just before a lease's edge
+// ran, against where the pauses aimed them.
+func (s *Scheduler) Landings() []program.Landing { return s.landings }
 
 // Trace is the last run's interleaving with the queue's answers, whether it held or failed.
 func (s *Scheduler) Trace() string { return s.trace }
@@ -101,6 +109,11 @@ func (s *Scheduler) run(t verdict.Failer, c chooser, saved *program.Program) {
 		s.last = nil
 	}
 	defer r.abandon()
+	defer func() {
+		if r.world != nil {
+			s.approach, s.landings = r.world.Approach.Carry(), r.world.Approach.Landings
+		}
+	}()
 	if err := r.start(n); err != nil {
 		s.last = nil
 		t.Fatalf("harness: %v", err)

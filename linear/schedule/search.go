@@ -47,6 +47,13 @@ func ReplayInput(ctx context.Context, in *sut.Installed, name string, cfg Config
 	return s.replayInput(name, data)
 }
 
+// ReplayInput runs one fuzz input outside `go test` on s's sessions: nil when the run held.
+// Replays on one scheduler learn from each other how late a statement after a pause to a
+// lease's edge lands (Landings).
+func (s *Scheduler) ReplayInput(name string, data []byte) (*verdict.Finding, error) {
+	return s.replayInput(name, data)
+}
+
 func (s *Scheduler) replayInput(name string, data []byte) (*verdict.Finding, error) {
 	return s.outcome(rapidrun.Run(name, func(t rapid.TB) { s.RunBytes(t, data) }))
 }
