@@ -363,3 +363,15 @@ func (b *goBackend) afterReset(ctx context.Context, in *Installed) error {
 	}
 	return nil
 }
+
+// ReadStable takes a Go queue's snapshot read again while read says that the rows it read and
+// the claim numbers the queue keeps beside them moved apart (a claim counted while it ran), ten
+// reads at the most.
+func ReadStable(read func() (rows []model.Row, stable bool, err error)) ([]model.Row, error) {
+	for try := 1; ; try++ {
+		rows, stable, err := read()
+		if err != nil || stable || try == 10 {
+			return rows, err
+		}
+	}
+}

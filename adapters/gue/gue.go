@@ -268,12 +268,7 @@ func (q *Queue) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 // apart (a failure by that claim already in the row, a number from before it): such a read
 // is taken again.
 func (q *Queue) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) {
-	for try := 1; ; try++ {
-		rows, stable, err := q.snapshot(ctx, c)
-		if err != nil || stable || try == 10 {
-			return rows, err
-		}
-	}
+	return sut.ReadStable(func() ([]model.Row, bool, error) { return q.snapshot(ctx, c) })
 }
 
 func (q *Queue) snapshot(ctx context.Context, c *pgx.Conn) (out []model.Row, stable bool, err error) {

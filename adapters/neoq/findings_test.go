@@ -13,6 +13,18 @@ import (
 // What neoq does outside what the model judges, measured through its public API alone: each
 // test asserts neoq's behaviour beside a control that differs in the one thing that causes it.
 
+// migrated is a Queue installed on c's database, its enqueuing backend stopped when the test
+// ends.
+func migrated(t *testing.T, c *pgx.Conn) *Queue {
+	t.Helper()
+	q := &Queue{}
+	if err := q.Migrate(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.stop(q.enq); q.stopping.Wait() })
+	return q
+}
+
 // started starts a backend with a handler on queue that reports each job it is called with.
 func started(t *testing.T, q *Queue, c *pgx.Conn, queue string) (*backend, <-chan int64) {
 	t.Helper()
@@ -49,11 +61,7 @@ func TestMaxRetriesKillsSuccess(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			c := database(t)
-			q := &Queue{}
-			if err := q.Migrate(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { q.stop(q.enq); q.stopping.Wait() })
+			q := migrated(t, c)
 			b, got := started(t, q, c, queueName)
 			if _, err := b.nq.Enqueue(ctx, &jobs.Job{Queue: queueName, Payload: map[string]any{"n": 1}, MaxRetries: tc.max}); err != nil {
 				t.Fatal(err)
@@ -94,11 +102,7 @@ func TestShutdownDeafensOthers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			c := database(t)
-			q := &Queue{}
-			if err := q.Migrate(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { q.stop(q.enq); q.stopping.Wait() })
+			q := migrated(t, c)
 			a, _ := started(t, q, c, tc.stopQueue)
 			b, got := started(t, q, c, queueName)
 			a.nq.Shutdown(ctx)
