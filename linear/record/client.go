@@ -33,7 +33,10 @@ type Client struct {
 
 	mu   sync.Mutex // guards sess against the chaos goroutine reading it
 	sess *sut.Session
-	id   int
+	// ended: the harness ended sess's backend (Terminate), which its connection learns only
+	// when next used.
+	ended bool
+	id    int
 
 	connections atomic.Int32 // connections so far; the chaos goroutine reads it to name its targets
 	pid         atomic.Uint32
@@ -81,7 +84,7 @@ func (c *Client) connect(ctx context.Context) error {
 	}
 	opened()
 	c.mu.Lock()
-	c.sess = s
+	c.sess, c.ended = s, false
 	c.connections.Add(1)
 	if c.rec != nil {
 		c.id = c.rec.NewClient()
@@ -118,7 +121,27 @@ func (c *Client) Session() *sut.Session {
 func (c *Client) Connected() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.sess != nil && !c.sess.Conn().IsClosed()
+	return c.sess != nil && !c.ended && !c.sess.Conn().IsClosed()
+}
+
+// Terminate ends the session's backend from outside (pg_terminate_backend) and waits until it
+// has exited. From then on the client counts the connection gone: a statement whose answer
+// came back just before the end finds the session over when it is recorded, and the next
+// statement goes out on a new connection, not on the dead one.
+func (c *Client) Terminate(ctx context.Context) error {
+	pid := c.PID()
+	if pid == 0 {
+		return nil
+	}
+	if err := c.in.Terminate(ctx, pid); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.sess != nil && c.sess.PID == pid {
+		c.ended = true
+	}
+	c.mu.Unlock()
+	return nil
 }
 
 // Close ends the session.
@@ -127,7 +150,7 @@ func (c *Client) Close() {
 	defer c.mu.Unlock()
 	if c.sess != nil {
 		c.sess.Close()
-		c.sess = nil
+		c.sess, c.ended = nil, false
 		c.pid.Store(0)
 	}
 }
@@ -192,7 +215,7 @@ func (c *Client) End(ctx context.Context) {
 func (c *Client) CancelIdle(ctx context.Context) error {
 	call := c.now()
 	if err := c.in.CancelIdle(ctx, c.Session()); err != nil {
-		_ = c.in.Terminate(ctx, c.PID())
+		_ = c.Terminate(ctx)
 		c.ConnectionLost()
 		return err
 	}

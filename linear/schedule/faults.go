@@ -22,10 +22,9 @@ func (r *scheduledRun) injectFault(sess *scheduledSession, f program.Fault) {
 	if sess.inFlight != nil {
 		sess.inFlight.Faulted = true
 	}
-	pid := sess.client.PID()
 	switch {
 	case kind == program.FaultCancel && sess.inFlight != nil:
-		if err := r.scheduler.in.Cancel(ctx, pid); err != nil {
+		if err := r.scheduler.in.Cancel(ctx, sess.client.PID()); err != nil {
 			r.harnessFailed(err)
 		}
 	case kind == program.FaultCancel:
@@ -36,7 +35,9 @@ func (r *scheduledRun) injectFault(sess *scheduledSession, f program.Fault) {
 		sess.state.Busy = false
 		r.world.Apply(sess.state, program.RollbackStmt, program.Result{}, model.Window{})
 	default:
-		if err := r.scheduler.in.Terminate(ctx, pid); err != nil {
+		// The client counts the connection gone even where its statement's answer came back
+		// between the choice of target and the end.
+		if err := sess.client.Terminate(ctx); err != nil {
 			r.harnessFailed(err)
 		}
 		if sess.inFlight == nil { // idle: it is gone with the backend
