@@ -106,11 +106,13 @@ func propQueue(t *testing.T, q *sut.Queue, realTime bool) {
 	t.Logf("exercised: %s", env.Counts)
 	verdicts := verdict.NewTable(q.Shape(), verdict.SequentialProperties...)
 	if n := len(env.NotPromised); n > 0 {
+		began := time.Now()
 		f := sequential.ReduceNotPromised(ctx, env, env.NotPromised, *reduceFor)
+		took := time.Since(began).Round(time.Millisecond)
 		verdicts.NotPromised[f.Property()] = n
-		t.Logf("not promised: %d %s observed; the first, reduced:\n%s", n, verdict.NotPromisedWhat(f.Property(), n), f)
+		t.Logf("not promised: %d %s observed; reduced in %v:\n%s", n, verdict.NotPromisedWhat(f.Property(), n), took, f)
 		if len(f.Program.Ops) > 6 {
-			t.Errorf("the not-promised finding reduced to %d operations; the stale completion needs at most 5", len(f.Program.Ops))
+			t.Errorf("the not-promised finding reduced to %d operations in %v (-pgqcheck.reduce=%v); the stale completion needs at most 5", len(f.Program.Ops), took, *reduceFor)
 		}
 	} else if !q.Shape().Promised(model.PFencing) {
 		// Measured, or the table's "not promised: 0" would say the queue fences when the draws

@@ -130,9 +130,10 @@ func TestPropExternalEffects(t *testing.T) {
 	}
 }
 
-// A not-promised finding that a timing accident made need not show again when replayed; the
-// reduction then takes the next one seen that does, rather than keep the first as it was.
-func TestReduceNotPromisedTakesOneThatReplays(t *testing.T) {
+// staleCompletion replays prog, a stale completion, on the at-least-once queue (which does
+// not fence) and returns the env and the not-promised finding it showed.
+func staleCompletion(t *testing.T, prog string) (*sequential.Env, *program.Program, verdict.Finding) {
+	t.Helper()
 	ctx := context.Background()
 	q, err := sut.LoadDir(suttest.ModuleDir(t, "testdata/queues/at-least-once"))
 	if err != nil {
@@ -143,7 +144,7 @@ func TestReduceNotPromisedTakesOneThatReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	stale, err := program.Parse("enqueue 1\nenqueue 1\nw0 claim\nw0 snapshot\nw0 pause past lease\nw1 claim\nw1 snapshot\nw0 complete newest\n")
+	stale, err := program.Parse(prog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,9 +153,16 @@ func TestReduceNotPromisedTakesOneThatReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(e.NotPromised) == 0 || e.NotPromised[0].Property() != model.PFencing {
-		t.Fatalf("w0's stale completion on a queue that does not fence showed no not-promised finding: %v", e.NotPromised)
+		t.Fatalf("a stale completion on a queue that does not fence showed no not-promised finding: %v\n%s", e.NotPromised, prog)
 	}
-	seen := *e.NotPromised[0]
+	return e, stale, *e.NotPromised[0]
+}
+
+// A not-promised finding that a timing accident made need not show again when replayed; the
+// reduction then takes the next one seen that does, rather than keep the first as it was.
+func TestReduceNotPromisedTakesOneThatReplays(t *testing.T) {
+	ctx := context.Background()
+	e, stale, seen := staleCompletion(t, "enqueue 1\nenqueue 1\nw0 claim\nw0 snapshot\nw0 pause past lease\nw1 claim\nw1 snapshot\nw0 complete newest\n")
 	// The one seen first: its program, replayed, claims and completes in time.
 	accident := seen
 	accident.Program = &program.Program{Ops: stale.Ops[:3]}
@@ -167,4 +175,18 @@ func TestReduceNotPromisedTakesOneThatReplays(t *testing.T) {
 		t.Fatalf("the reduced program does not show the stale completion again (%v):\n%s", err, r.Program.Body())
 	}
 	t.Logf("reduced to %d operations:\n%s", len(r.Program.Ops), r.Program.Body())
+}
+
+// Of the stale completions seen, the shortest program is the one reduced: a budget spent
+// replaying a long program's pauses (a loaded machine) leaves it longer than the short one.
+// A negative budget stops the reduction after the first replay, so the program returned is
+// the candidate taken, as it was seen.
+func TestReduceNotPromisedTakesTheShortestFirst(t *testing.T) {
+	ctx := context.Background()
+	e, _, long := staleCompletion(t, "enqueue 1\nenqueue 1\nw0 claim\nw0 snapshot\nw0 pause past lease\nw1 claim\nw1 snapshot\nw0 complete newest\n")
+	_, _, short := staleCompletion(t, "enqueue 1\nw0 claim\nw0 pause past lease\nw0 complete newest\n")
+	r := sequential.ReduceNotPromised(ctx, e, []*verdict.Finding{&long, &short}, -1)
+	if r.Property() != model.PFencing || len(r.Program.Ops) != len(short.Program.Ops) {
+		t.Fatalf("of stale completions of %d and %d operations, the one taken has %d:\n%s", len(long.Program.Ops), len(short.Program.Ops), len(r.Program.Ops), r)
+	}
 }

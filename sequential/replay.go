@@ -54,16 +54,20 @@ func replayNotPromised(ctx context.Context, e *Env, ops []program.Op, p model.Pr
 
 // ReduceNotPromised reduces the program of a not-promised finding as a failure's program is
 // reduced (whole operations, for as long as the rest still shows it), and returns it with the
-// reduced program's trace. It takes the findings observed, in the order seen, and reduces the
-// first of the first one's property whose program shows it again when replayed: a finding that
-// a timing accident made (a pause that landed late on a loaded machine) need not replay, and
-// then nothing of it can be removed. When none replays within budget, the first is returned as
-// it was observed. It leaves env's NotPromised empty.
+// reduced program's trace. It takes the findings observed of the first one's property, shortest
+// program first (the order seen among equals), and reduces the first whose program shows it
+// again when replayed: a finding that a timing accident made (a pause that landed late on a
+// loaded machine) need not replay, and then nothing of it can be removed; and each replay of a
+// long program costs its pauses again, which on a loaded machine can spend the budget on one
+// long program when a short one of the same finding was seen too. When none replays within
+// budget, the first is returned as it was observed. It leaves env's NotPromised empty.
 func ReduceNotPromised(ctx context.Context, e *Env, fs []*verdict.Finding, budget time.Duration) *verdict.Finding {
 	defer func() { e.NotPromised = nil }()
 	p := fs[0].Property()
 	deadline := time.Now().Add(budget)
-	for _, f := range fs {
+	ofIt := slices.DeleteFunc(slices.Clone(fs), func(f *verdict.Finding) bool { return f.Property() != p })
+	slices.SortStableFunc(ofIt, func(a, b *verdict.Finding) int { return len(a.Program.Ops) - len(b.Program.Ops) })
+	for _, f := range ofIt {
 		left := budget
 		if budget > 0 {
 			if left = time.Until(deadline); left <= 0 {
@@ -72,9 +76,6 @@ func ReduceNotPromised(ctx context.Context, e *Env, fs []*verdict.Finding, budge
 		}
 		if ctx.Err() != nil {
 			break
-		}
-		if f.Property() != p {
-			continue
 		}
 		replay := func(ops []program.Op) error { return replayNotPromised(ctx, e, ops, p) }
 		ops, err := verdict.Reduce(ctx, f.Program.Ops, left, replay)
