@@ -15,6 +15,7 @@ func TestMain(m *testing.M) {
 	testflags.Defaults(map[string]string{"test.parallel": testflags.WaitingParallel()})
 	// Campaigns here hunt mutants: the report folders of their expected failures go with the tests.
 	remove := testflags.ScratchTemp()
+	pgserver.OnInterrupt(remove)
 	code := pgserver.Main(m)
 	remove()
 	os.Exit(code)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"pgqcheck/internal/testflags"
+	"pgqcheck/sut/pgserver"
 )
 
 func TestMain(m *testing.M) {
@@ -13,6 +14,7 @@ func TestMain(m *testing.M) {
 	// The commands here replay failing cases on mutants: the report folders of those expected
 	// failures go with the tests.
 	remove := testflags.ScratchTemp()
+	pgserver.OnInterrupt(remove)
 	code := m.Run()
 	remove()
 	os.Exit(code)

@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 	case "shared-then-check":
 		helperSharedThenCheck()
 		return
+	case "scratch-then-hang":
+		helperScratchThenHang()
+		return
 	}
 	os.Exit(Main(m))
 }
@@ -51,6 +54,19 @@ func helperLocalThenHang() {
 		os.Exit(1)
 	}
 	fmt.Printf("READY %d %s\n", s.local.pid, s.local.dir)
+	select {}
+}
+
+// helperScratchThenHang makes a folder, has an interrupt remove it, reports it and waits for a
+// signal, with no server started.
+func helperScratchThenHang() {
+	dir, err := os.MkdirTemp(os.Getenv("PGQCHECK_HELPER_DIR"), "scratch-")
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	OnInterrupt(func() { _ = os.RemoveAll(dir) })
+	fmt.Printf("READY 0 %s\n", dir)
 	select {}
 }
 
@@ -347,6 +363,22 @@ func TestInterruptKeepsNoFailFile(t *testing.T) {
 	})
 	if len(left) > 0 {
 		t.Fatalf("the interrupted check left %v", left)
+	}
+}
+
+// A test binary's scratch folder goes with an interrupted run, also one that started no server
+// (a Ctrl-C before the first test needed one).
+func TestInterruptRunsHooks(t *testing.T) {
+	cmd, _, dir := startHelper(t, "scratch-then-hang", "PGQCHECK_HELPER_DIR="+t.TempDir())
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("the helper exited %d (%v) on SIGINT, not 130", code, err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the interrupted helper left %s (%v)", dir, err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 var interrupt struct {
 	mu      sync.Mutex
 	servers map[*Server]bool
+	hooks   []func()
 	once    sync.Once
 }
 
@@ -29,6 +30,21 @@ func CleanupOnInterrupt(s *Server) {
 	}
 	interrupt.servers[s] = true
 	interrupt.mu.Unlock()
+	handleInterrupts()
+}
+
+// OnInterrupt adds f to what a SIGINT or SIGTERM runs after closing the servers, before the
+// process exits, and handles those signals from now on, also while no server runs: a test
+// binary's scratch folder goes with an interrupted run as with one that ends. f also runs
+// where the caller's own ending runs it, so it must bear being run twice.
+func OnInterrupt(f func()) {
+	interrupt.mu.Lock()
+	interrupt.hooks = append(interrupt.hooks, f)
+	interrupt.mu.Unlock()
+	handleInterrupts()
+}
+
+func handleInterrupts() {
 	interrupt.once.Do(func() {
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
@@ -46,6 +62,7 @@ func CleanupOnInterrupt(s *Server) {
 			for s := range interrupt.servers {
 				list = append(list, s)
 			}
+			hooks := interrupt.hooks
 			interrupt.mu.Unlock()
 			if len(list) > 0 {
 				fmt.Fprintf(os.Stderr, "pgqcheck: %v: stopping %d Postgres server(s)\n", sig, len(list))
@@ -54,6 +71,9 @@ func CleanupOnInterrupt(s *Server) {
 				if err := s.Close(); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 				}
+			}
+			for _, f := range hooks {
+				f()
 			}
 			code := 130
 			if n, ok := sig.(syscall.Signal); ok {
