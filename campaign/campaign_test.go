@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"pgqcheck/linear/report"
+	"pgqcheck/linear/stress"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
 	"pgqcheck/sut"
@@ -361,6 +363,39 @@ func TestKillTable(t *testing.T) {
 	if _, ok := kt.Summary(); ok || len(kt.Survivors()) != 1 {
 		t.Errorf("a surviving row passed the table")
 	}
+}
+
+// TestKillTableWaitsForLostConnections: a stress row is not given up when its budget is spent
+// but only once enough dropped replies and cuts have hit (a bug that only a lost connection
+// shows needs them, and a loaded machine lands fewer in a minute), up to stressStretch
+// budgets. The correct seed queue, posing as a mutant, survives: its stress row must have run
+// past its budget until one of the two bounds.
+func TestKillTableWaitsForLostConnections(t *testing.T) {
+	suttest.SelfCheck(t, "./campaign")
+	t.Parallel()
+	m := &mutant.Mutant{Name: "seed", Bug: "none: the correct seed queue", Expect: []string{"Linear"}, Queue: sut.MustBuiltin(sut.DefaultQueue)}
+	budget := time.Second
+	kt, err := HuntMutants(context.Background(), KillConfig{Server: server(t), Mutants: []*mutant.Mutant{m}, Budget: budget, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range kt.Rows {
+		if r.Mode != "stress" {
+			continue
+		}
+		t.Logf("stress row: %v, %d histories, %d dropped replies and cuts", r.Time, r.Checks, r.Lost)
+		switch {
+		case r.Caught || r.Err != "":
+			t.Fatalf("the correct seed queue failed its stress row: %+v", r)
+		case r.Lost < stress.LostFaultsToCatch && r.Time < stressStretch*budget:
+			t.Fatalf("the stress row gave up after %v with %d dropped replies and cuts; it should run until %d of them or %v", r.Time, r.Lost, stress.LostFaultsToCatch, stressStretch*budget)
+		}
+		if s := strings.Join(kt.Survivors(), "; "); !strings.Contains(s, fmt.Sprintf("%d dropped replies and cuts", r.Lost)) {
+			t.Errorf("the survivor's line does not say how many lost connections it survived: %s", s)
+		}
+		return
+	}
+	t.Fatalf("no stress row: %+v", kt.Rows)
 }
 
 func TestRoundSeeds(t *testing.T) {

@@ -14,8 +14,10 @@ import (
 
 	"pgqcheck/hunt"
 	"pgqcheck/internal/textfmt"
+	"pgqcheck/linear/stress"
 	"pgqcheck/model"
 	"pgqcheck/mutant"
+	"pgqcheck/program"
 	"pgqcheck/sut"
 	"pgqcheck/sut/pgserver"
 )
@@ -37,8 +39,11 @@ type KillRow struct {
 	Property    model.Property // what caught it, when caught
 	Verdict     string         // the catching verdict, one line
 	Time        time.Duration
-	Checks      int64  // property runs (histories, in stress mode) until caught or given up
-	Err         string // the harness failed: no verdict
+	Checks      int64 // property runs (histories, in stress mode) until caught or given up
+	// Lost is how many dropped replies and cuts hit in stress mode: a bug only a lost
+	// connection shows is not given up before stress.LostFaultsToCatch of them.
+	Lost int64
+	Err  string // the harness failed: no verdict
 	// Failure is the catch itself: its program, trace and report folder.
 	Failure *Failure
 }
@@ -184,6 +189,9 @@ func logRow(r KillRow, log io.Writer) {
 		if r.Err != "" {
 			by = r.Err
 		}
+		if r.Mode == "stress" && r.Err == "" {
+			by += fmt.Sprintf(" (%d histories, %d dropped replies and cuts)", r.Checks, r.Lost)
+		}
 		fmt.Fprintf(log, "  %s (%s, %s): %s %s\n", r.Mutant, r.Suite, r.Mode, r.Result(), by)
 	}
 }
@@ -212,8 +220,17 @@ func huntMutant(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, mo
 				row.Time = time.Since(start)
 			}
 			row.Checks = checks()
+			row.Lost = lost(tally.Snapshot().Counts)
 		}()
-		for n := 0; ctx.Err() == nil && time.Since(start) < cfg.Budget; n++ {
+		// How many lost connections a stress round sees depends on the machine's load, and
+		// some bugs show only through one: a stress row is not given up before enough of them
+		// have hit, up to stressStretch budgets.
+		searching := func() bool {
+			el := time.Since(start)
+			return el < cfg.Budget ||
+				modeName == "stress" && lost(tally.Snapshot().Counts) < stress.LostFaultsToCatch && el < stressStretch*cfg.Budget
+		}
+		for n := 0; ctx.Err() == nil && searching(); n++ {
 			fs, err := h.Round(ctx, n)
 			if ctx.Err() != nil {
 				return nil
@@ -234,6 +251,12 @@ func huntMutant(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, mo
 	}
 	return row
 }
+
+// stressStretch bounds how many budgets a stress row may run while waiting for enough lost
+// connections.
+const stressStretch = 10
+
+func lost(c program.Counts) int64 { return c.DroppedReplies + c.Cuts }
 
 // checkCorrect runs the Prop state machine on a correct queue for cfg.QueueChecks runs.
 func checkCorrect(ctx context.Context, cfg KillConfig, q *sut.Queue) QueueRow {
@@ -262,7 +285,11 @@ func checkCorrect(ctx context.Context, cfg KillConfig, q *sut.Queue) QueueRow {
 func (kt *KillTable) Survivors() []string {
 	var out []string
 	for _, r := range kt.Rows {
-		if r.Err == "" && !r.Caught {
+		switch {
+		case r.Err != "" || r.Caught:
+		case r.Mode == "stress":
+			out = append(out, fmt.Sprintf("%s (%s, %s: %v, %d histories, %d dropped replies and cuts)", r.Mutant, r.Suite, r.Mode, Round(r.Time), r.Checks, r.Lost))
+		default:
 			out = append(out, fmt.Sprintf("%s (%s, %s)", r.Mutant, r.Suite, r.Mode))
 		}
 	}

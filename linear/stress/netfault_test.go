@@ -108,7 +108,7 @@ func TestSplitMutantsNeedFaults(t *testing.T) {
 					t.Logf("caught in round %d, after %d dropped replies and cuts: %s", round, ended, res.Verdict.Violation)
 					break
 				}
-				if ended >= splitCatchFaults || round == 60 {
+				if ended >= LostFaultsToCatch || round == 60 {
 					t.Fatalf("proxy faults did not catch %s in %d rounds, %d dropped replies and cuts: %s", name, round, ended, res)
 				}
 			}
@@ -118,8 +118,3 @@ func TestSplitMutantsNeedFaults(t *testing.T) {
 		})
 	}
 }
-
-// splitCatchFaults is how many dropped replies and cuts a split mutant may survive before the
-// test fails. Measured beside a busy loop: 16 catches took 3 to 23 (170 in all), about one
-// fault in 11 catching; surviving 100 then has odds of about 5 in 100,000.
-const splitCatchFaults = 100
