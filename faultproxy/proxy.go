@@ -172,6 +172,8 @@ func (p *Proxy) Dial(ctx context.Context, network, addr string) (*Link, error) {
 		case <-l.attached:
 		case <-ctx.Done():
 			err = ctx.Err()
+		case <-p.done:
+			err = errors.New("pgqcheck: fault proxy is closed")
 		case <-time.After(5 * time.Second):
 			err = errors.New("pgqcheck: fault proxy did not accept its own connection within 5s")
 		}

@@ -44,7 +44,7 @@ func proxied(t *testing.T, in *sut.Installed) (*sut.Session, *faultproxy.Link, *
 			t.Errorf("no proxy goroutine was seen before the proxy closed: the count below cannot fail")
 		}
 		if n := settledProxyGoroutines(5 * time.Second); n > 0 {
-			t.Errorf("%d proxy goroutines still running 5s after the proxy closed (%d before)", n, open)
+			t.Errorf("%d proxy goroutines still running 5s after the proxy closed (%d before):\n%s", n, open, strings.Join(proxyStacks(), "\n\n"))
 		}
 	})
 	return s, link, p
@@ -66,7 +66,10 @@ func settledProxyGoroutines(limit time.Duration) int {
 }
 
 // proxyGoroutines counts the goroutines running the proxy's own code.
-func proxyGoroutines() int {
+func proxyGoroutines() int { return len(proxyStacks()) }
+
+// proxyStacks are the stacks of the goroutines running the proxy's own code.
+func proxyStacks() []string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -76,13 +79,13 @@ func proxyGoroutines() int {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	count := 0
+	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		if strings.Contains(g, "pgqcheck/faultproxy.(*") {
-			count++
+			out = append(out, g)
 		}
 	}
-	return count
+	return out
 }
 
 // proxiedJob installs the seed queue, opens a session on it through a proxy (proxied) and
