@@ -13,7 +13,8 @@ import (
 const mutantsDetails = `Each folder under --dir is a deliberately broken queue with mutant.json, {"bug": "...",
 "expect": ["Prop"] and/or ["Linear"]}. Every mutant is installed in a fresh database and hunted
 by every mode of the suites it expects, as go test demands them (Prop: sequential; Linear:
-stress and scheduled), until the mode catches it or --budget runs out; the kill table shows
+stress and scheduled), until the mode catches it or --budget runs out (a stress row also waits
+for 100 dropped replies and cuts, up to ten budgets); the kill table shows
 what caught it, how soon, and after how many property runs. Then every correct built-in queue
 must pass --checks property runs. The exit status is 1 if a mutant survives a mode or a
 correct queue fails. Nothing is saved under testdata/: a mutant's failure is the expected
