@@ -121,6 +121,11 @@ func matrixRow(ctx context.Context, cfg Config, server string) Row {
 		row.Histories = append(row.Histories, rep.Counts.StressRounds)
 		row.ClaimCost = append(row.ClaimCost, costAt(rep, cfg.DoneRows))
 		logf("%s %s (%d claim waits in %d stress rounds; claim cost %s)", name, v, rep.Counts.ClaimWaits, rep.Counts.StressRounds, row.ClaimCost[len(row.ClaimCost)-1])
+		// A built-in queue is correct: what its campaign found is shown whole, since the
+		// matrix keeps no case of its own.
+		if len(rep.Failures) > 0 && cfg.Log != nil {
+			rep.Summary(cfg.Log)
+		}
 	}
 
 	kt, err := campaign.HuntMutants(ctx, campaign.KillConfig{Server: srv, Mutants: cfg.Mutants, Budget: cfg.Budget, Seed: cfg.Seed})
