@@ -55,8 +55,13 @@ func (c *Clock) Estimate() time.Duration {
 func (c *Clock) Window(r sut.Clock, floor time.Duration) model.Window {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.origin.IsZero() && !r.From.IsZero() {
+	// The origin is the run's first reading, a first or a last one: a window missing its first
+	// reading must not count its last from no origin at all.
+	if c.origin.IsZero() {
 		c.origin = r.From
+		if c.origin.IsZero() {
+			c.origin = r.To
+		}
 	}
 	at := model.Window{From: floor, To: model.Never}
 	if !r.From.IsZero() {

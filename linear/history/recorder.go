@@ -56,14 +56,20 @@ func (r *Recorder) NewClient() int {
 	return r.clients - 1
 }
 
-// Add records a finished operation. A return at or before the call is a bug in the harness,
-// and porcupine would silently call such a history illegal, so it stops the run instead.
+// Add records a finished operation. A return at or before the call, or a window that opens at
+// Never, is a bug in the harness, and porcupine would silently call such a history illegal, so
+// it stops the run instead.
 func (r *Recorder) Add(op Op) {
 	if op.Return <= op.Call {
 		panic(fmt.Sprintf("history: %s by %s returned at %d, not after its call at %d", model.DescribeOp(op.Input, op.Output), op.Session, op.Return, op.Call))
 	}
 	if op.Return == Never && op.Output.Outcome != model.Unknown {
 		panic(fmt.Sprintf("history: %s by %s never returned but its outcome is not marked unknown", model.DescribeOp(op.Input, op.Output), op.Session))
+	}
+	// No statement runs at Never: a window that opens there was counted from no origin, and
+	// would make whatever the statement did impossible.
+	if op.Input.At.From == model.Never {
+		panic(fmt.Sprintf("history: %s by %s ran in %s, a window that opens at never", model.DescribeOp(op.Input, op.Output), op.Session, op.Input.At))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
