@@ -55,19 +55,16 @@ func (c *Clock) Estimate() time.Duration {
 func (c *Clock) Window(r sut.Clock, floor time.Duration) model.Window {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// The origin is the run's first reading, a first or a last one: a window missing its first
-	// reading must not count its last from no origin at all.
-	if c.origin.IsZero() {
+	if c.origin.IsZero() && !r.From.IsZero() {
 		c.origin = r.From
-		if c.origin.IsZero() {
-			c.origin = r.To
-		}
 	}
 	at := model.Window{From: floor, To: model.Never}
 	if !r.From.IsZero() {
 		at.From = r.From.Sub(c.origin)
 	}
-	if !r.To.IsZero() {
+	// Before the origin's reading a last reading has nothing to count from (from the zero time
+	// it would saturate to Never): the window stays open, as if it were lost.
+	if !r.To.IsZero() && !c.origin.IsZero() {
 		at.To = r.To.Sub(c.origin)
 		if at.To > c.latest {
 			c.latest, c.seen = at.To, time.Now()

@@ -32,23 +32,23 @@ func TestClockWindow(t *testing.T) {
 }
 
 // TestClockFirstWindowWithoutFirstReading: a run whose first recorded statement lost its first
-// reading (a cancel that hit it) still counts from a real origin. Counted from no origin, its
-// last reading was about 2,000 years away and saturated to Never, and every later statement
+// reading (a cancel that hit it) must not count its last reading from no origin. Counted from
+// the zero time it saturated to Never and became the latest reading, and every later statement
 // whose answer was lost then seemed to run at Never: a completion that took effect could not
 // have, and the seed queue was called wrong (property 4).
 func TestClockFirstWindowWithoutFirstReading(t *testing.T) {
 	var c Clock
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if got := c.Window(sut.Clock{To: t0}, c.Latest()); got != (model.Window{From: 0, To: 0}) {
-		t.Fatalf("first window without a first reading %v, want [0, 0]", got)
+	if got := c.Window(sut.Clock{To: t0}, c.Latest()); got != (model.Window{From: 0, To: model.Never}) {
+		t.Fatalf("first window without a first reading %v, want [0, never]", got)
 	}
 	if c.Latest() != 0 {
-		t.Fatalf("latest %v after the first reading, want 0", c.Latest())
+		t.Fatalf("latest %v after a last reading with no origin, want 0", c.Latest())
 	}
-	if got := c.Window(sut.Clock{From: t0.Add(time.Millisecond), To: t0.Add(3 * time.Millisecond)}, c.Latest()); got != (model.Window{From: time.Millisecond, To: 3 * time.Millisecond}) {
-		t.Fatalf("second window %v, want [1ms, 3ms]", got)
+	if got := c.Window(sut.Clock{From: t0.Add(time.Millisecond), To: t0.Add(3 * time.Millisecond)}, c.Latest()); got != (model.Window{From: 0, To: 2 * time.Millisecond}) {
+		t.Fatalf("second window %v, want [0, 2ms]", got)
 	}
-	if got := c.Window(sut.Clock{}, c.Latest()); got != (model.Window{From: 3 * time.Millisecond, To: model.Never}) {
-		t.Fatalf("a lost answer's window %v, want [3ms, never]", got)
+	if got := c.Window(sut.Clock{}, c.Latest()); got != (model.Window{From: 2 * time.Millisecond, To: model.Never}) {
+		t.Fatalf("a lost answer's window %v, want [2ms, never]", got)
 	}
 }
