@@ -64,7 +64,8 @@ func (r *run) crashRounds(start time.Time) ([]CrashRound, error) {
 		if !r.sleepUntil(at) {
 			break
 		}
-		round := CrashRound{Probes: r.claimProbes(probe)}
+		next := start.Add(cfg.Duration * time.Duration(i+2) / time.Duration(cfg.Crashes+1))
+		round := CrashRound{Probes: r.claimProbes(probe, next)}
 		if round.Down, err = r.crashAndRestart(probeClient); err != nil {
 			return out, fmt.Errorf("crash round %d: %w", i+1, err)
 		}
@@ -91,14 +92,16 @@ func (r *run) crashRounds(start time.Time) ([]CrashRound, error) {
 }
 
 // claimProbes claims a job with each of CrashProbeLeases on the probe's session, and returns
-// the tokens it was handed.
-func (r *run) claimProbes(probe *actor) []program.Token {
+// the tokens it was handed. Each claim is tried until it lands, the run stops, or the round's
+// share of the run ends at until: on a loaded machine the workers may take the probe's job
+// first any number of times, and a crash round without a probe has no lease to judge.
+func (r *run) claimProbes(probe *actor, until time.Time) []program.Token {
 	var out []program.Token
 	name := probe.client.Name
 	for _, lease := range CrashProbeLeases {
 		// A job of its own first, so that the claim finds one even when the workers
-		// have emptied the queue; a few times, since a worker may take it first.
-		for try := 0; try < 5; try++ {
+		// have emptied the queue.
+		for !r.stopped() && time.Now().Before(until) && r.rec.Len() < r.cfg.MaxOps {
 			if res := probe.one(r.ctx, program.Enqueue{S: name, N: 1}); res.Err == nil {
 				r.noteEnqueued(res.Out.Job)
 			}
