@@ -15,7 +15,9 @@ func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
 // River v0.47.0, as measured: a replaced worker's completion and failure are accepted (not
 // promised); the rescuer makes a job that completed after its fetch available again, and it is
 // completed a second time (River issue 1302), or, at its last attempt, discarded though it
-// completed; the rescuer waits for a job's row lock.
+// completed; a replaced worker's failure, decided by its own attempt, makes a job at its last
+// attempt retryable, and it runs once more than its max attempts; the rescuer waits for a job's
+// row lock.
 var want = judge.Want{
 	model.PSkipLocked:   campaign.StatusViolated,
 	model.PFencing:      campaign.StatusNotPromised,

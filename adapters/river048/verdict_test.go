@@ -12,11 +12,15 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
 
-// River v0.48.0, as measured.
+// River v0.48.0, as measured: a replaced worker's completion and failure are accepted (not
+// promised); that failure is decided by the worker's own attempt, so a job rescued and fetched
+// again at its last attempt is made retryable and runs once more than its max attempts; the
+// rescuer waits for a job's row lock.
 var want = judge.Want{
 	model.PSkipLocked:   campaign.StatusViolated,
 	model.PFencing:      campaign.StatusNotPromised,
 	model.PWriteFencing: campaign.StatusNotPromised,
+	model.PRetries:      campaign.StatusViolated,
 }
 
 func TestVerdicts(t *testing.T) { judge.Judge(t, Name, "v0.48.0", nil, want) }
