@@ -365,37 +365,51 @@ func TestKillTable(t *testing.T) {
 	}
 }
 
-// TestKillTableWaitsForLostConnections: a stress row is not given up when its budget is spent
-// but only once enough dropped replies and cuts have hit (a bug that only a lost connection
-// shows needs them, and a loaded machine lands fewer in a minute), up to stressStretch
-// budgets. The correct seed queue, posing as a mutant, survives: its stress row must have run
-// past its budget until one of the two bounds.
-func TestKillTableWaitsForLostConnections(t *testing.T) {
+// TestKillTableWaitsForChances: a row is not given up when its budget is spent but only once
+// its mutant had enough chances to show, up to stretch budgets, since a loaded machine gives
+// fewer in a minute: a stress row waits for enough dropped replies and cuts (a bug that only a
+// lost connection shows needs them), a scheduled row of a mutant only real time shows for
+// enough histories (its catch needs a statement to land in the part of a lease it breaks). The
+// correct seed queue, posing as such a mutant, survives: both rows must have run past their
+// budget until one of their two bounds.
+func TestKillTableWaitsForChances(t *testing.T) {
 	suttest.SelfCheck(t, "./campaign")
 	t.Parallel()
-	m := &mutant.Mutant{Name: "seed", Bug: "none: the correct seed queue", Expect: []string{"Linear"}, Queue: sut.MustBuiltin(sut.DefaultQueue)}
+	m := &mutant.Mutant{Name: "seed", Bug: "none: the correct seed queue", Expect: []string{"Linear", "PropLeaseTime"}, Queue: sut.MustBuiltin(sut.DefaultQueue)}
 	budget := time.Second
 	kt, err := HuntMutants(context.Background(), KillConfig{Server: server(t), Mutants: []*mutant.Mutant{m}, Budget: budget, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	survivors := strings.Join(kt.Survivors(), "; ")
+	seen := map[string]bool{}
 	for _, r := range kt.Rows {
-		if r.Mode != "stress" {
-			continue
+		if r.Caught || r.Err != "" {
+			t.Fatalf("the correct seed queue failed its %s row: %+v", r.Mode, r)
 		}
-		t.Logf("stress row: %v, %d histories, %d dropped replies and cuts", r.Time, r.Checks, r.Lost)
-		switch {
-		case r.Caught || r.Err != "":
-			t.Fatalf("the correct seed queue failed its stress row: %+v", r)
-		case r.Lost < stress.LostFaultsToCatch && r.Time < stressStretch*budget:
-			t.Fatalf("the stress row gave up after %v with %d dropped replies and cuts; it should run until %d of them or %v", r.Time, r.Lost, stress.LostFaultsToCatch, stressStretch*budget)
+		seen[r.Mode] = true
+		switch r.Mode {
+		case "stress":
+			t.Logf("stress row: %v, %d histories, %d dropped replies and cuts", r.Time, r.Checks, r.Lost)
+			if r.Lost < stress.LostFaultsToCatch && r.Time < stretch*budget {
+				t.Errorf("the stress row gave up after %v with %d dropped replies and cuts; it should run until %d of them or %v", r.Time, r.Lost, stress.LostFaultsToCatch, stretch*budget)
+			}
+			if !strings.Contains(survivors, fmt.Sprintf("%d dropped replies and cuts", r.Lost)) {
+				t.Errorf("the survivor's line does not say how many lost connections it survived: %s", survivors)
+			}
+		case "scheduled":
+			t.Logf("scheduled row: %v, %d histories", r.Time, r.Checks)
+			if r.Checks < RealTimeHistoriesToCatch && r.Time < stretch*budget {
+				t.Errorf("the scheduled row gave up after %v with %d histories; it should run until %d of them or %v", r.Time, r.Checks, RealTimeHistoriesToCatch, stretch*budget)
+			}
+			if !strings.Contains(survivors, fmt.Sprintf("scheduled: %v, %d histories", Round(r.Time), r.Checks)) {
+				t.Errorf("the survivor's line does not say how many histories it survived: %s", survivors)
+			}
 		}
-		if s := strings.Join(kt.Survivors(), "; "); !strings.Contains(s, fmt.Sprintf("%d dropped replies and cuts", r.Lost)) {
-			t.Errorf("the survivor's line does not say how many lost connections it survived: %s", s)
-		}
-		return
 	}
-	t.Fatalf("no stress row: %+v", kt.Rows)
+	if !seen["stress"] || !seen["scheduled"] {
+		t.Fatalf("no stress or no scheduled row: %+v", kt.Rows)
+	}
 }
 
 func TestRoundSeeds(t *testing.T) {
