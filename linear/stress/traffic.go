@@ -99,6 +99,9 @@ type run struct {
 	// chaosTurn: each chaos turn holds it for reading; a crash round takes it while the server
 	// restarts and the admin connection is replaced.
 	chaosTurn sync.RWMutex
+	// claimGate: each worker's claim holds it for reading; the crash probe takes it to enqueue
+	// and claim a job that no worker can take between the two.
+	claimGate sync.RWMutex
 
 	workers  []*worker
 	enqueuer *actor
@@ -243,10 +246,13 @@ func (r *run) work(w *worker) {
 		if drawKind(w.rng, generate.LeaseWeights) == "timed" {
 			lease = generate.TimedLeases[w.rng.IntN(len(generate.TimedLeases))]
 		}
+		r.claimGate.RLock()
 		if lease != r.cfg.Lease && w.acrossEdge(ctx, lease) {
+			r.claimGate.RUnlock()
 			continue
 		}
 		res := w.one(ctx, program.Claim{S: name, Lease: lease})
+		r.claimGate.RUnlock()
 		if res.Err != nil {
 			r.backoff(w.rng)
 			continue
