@@ -189,12 +189,8 @@ func logRow(r KillRow, log io.Writer) {
 		if r.Err != "" {
 			by = r.Err
 		}
-		switch {
-		case r.Err != "":
-		case r.Mode == "stress":
-			by += fmt.Sprintf(" (%d histories, %d dropped replies and cuts)", r.Checks, r.Lost)
-		case r.Mode == "scheduled":
-			by += fmt.Sprintf(" (%d histories)", r.Checks)
+		if c := r.chances(); c != "" && r.Err == "" {
+			by += " (" + c + ")"
 		}
 		fmt.Fprintf(log, "  %s (%s, %s): %s %s\n", r.Mutant, r.Suite, r.Mode, r.Result(), by)
 	}
@@ -294,16 +290,26 @@ func checkCorrect(ctx context.Context, cfg KillConfig, q *sut.Queue) QueueRow {
 	return row
 }
 
+// chances says what a row whose search waits for enough chances (huntMutant) had of them: its
+// histories, and a stress row's lost connections; "" for the other rows.
+func (r KillRow) chances() string {
+	switch r.Mode {
+	case "stress":
+		return fmt.Sprintf("%d histories, %d dropped replies and cuts", r.Checks, r.Lost)
+	case "scheduled":
+		return fmt.Sprintf("%d histories", r.Checks)
+	}
+	return ""
+}
+
 // Survivors are the rows whose mutant no mode caught ("mutant (suite, mode)").
 func (kt *KillTable) Survivors() []string {
 	var out []string
 	for _, r := range kt.Rows {
 		switch {
 		case r.Err != "" || r.Caught:
-		case r.Mode == "stress":
-			out = append(out, fmt.Sprintf("%s (%s, %s: %v, %d histories, %d dropped replies and cuts)", r.Mutant, r.Suite, r.Mode, Round(r.Time), r.Checks, r.Lost))
-		case r.Mode == "scheduled":
-			out = append(out, fmt.Sprintf("%s (%s, %s: %v, %d histories)", r.Mutant, r.Suite, r.Mode, Round(r.Time), r.Checks))
+		case r.chances() != "":
+			out = append(out, fmt.Sprintf("%s (%s, %s: %v, %s)", r.Mutant, r.Suite, r.Mode, Round(r.Time), r.chances()))
 		default:
 			out = append(out, fmt.Sprintf("%s (%s, %s)", r.Mutant, r.Suite, r.Mode))
 		}

@@ -100,10 +100,9 @@ func (r *run) crashRounds(start time.Time) ([]CrashRound, error) {
 // probeTries times: on a loaded machine the round may begin past until.
 func (r *run) claimProbes(probe *actor, until time.Time) []program.Token {
 	var out []program.Token
-	name := probe.client.Name
 	for _, lease := range CrashProbeLeases {
 		for try := 0; !r.stopped() && (try < probeTries || time.Now().Before(until)) && r.rec.Len() < r.cfg.MaxOps; try++ {
-			if t, ok := r.claimProbe(probe, name, lease); ok {
+			if t, ok := r.claimProbe(probe, lease); ok {
 				out = append(out, t)
 				break
 			}
@@ -115,7 +114,8 @@ func (r *run) claimProbes(probe *actor, until time.Time) []program.Token {
 // probeTries is how many times a probe's claim is tried however late its round began.
 const probeTries = 3
 
-func (r *run) claimProbe(probe *actor, name string, lease time.Duration) (program.Token, bool) {
+func (r *run) claimProbe(probe *actor, lease time.Duration) (program.Token, bool) {
+	name := probe.client.Name
 	r.claimGate.Lock()
 	defer r.claimGate.Unlock()
 	if res := probe.one(r.ctx, program.Enqueue{S: name, N: 1}); res.Err == nil {
