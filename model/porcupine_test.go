@@ -445,3 +445,44 @@ func TestLinearPartitionKeepsEachWorkersClaim(t *testing.T) {
 		t.Fatal("a heartbeat of a worker that never claimed is accepted")
 	}
 }
+
+// TestPhantomsStepFromEveryState: an operation whose answer was lost and that names no job
+// (a lost claim, enqueue, rescue or heartbeat, copied into every job's history) steps from
+// every state without a violation. The checker relies on it: such copies can always come last,
+// so a job's history legal without them is legal with them (linear/check's decide).
+func TestPhantomsStepFromEveryState(t *testing.T) {
+	shapes := []Shape{{}, {NoGeneration: true}, {Unfenced: true}, {DoneDeleted: true},
+		{Life: Lifecycle{On: true, MaxAttempts: 2, Backoff: time.Second, AttemptsAtClaim: true, WorkerLease: true}}}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	var states []JobState
+	for _, st := range []State{Ready, Running, Done, Dead} {
+		for _, until := range []Window{{}, {From: ms(5), To: ms(6)}, {From: ms(500), To: Never}} {
+			states = append(states, JobState{Exists: true, State: st, Gen: 2, Until: until, Attempts: 1, Owner: "w1"},
+				JobState{Exists: true, State: st, Gen: 1, Until: until, Due: Window{From: ms(300), To: ms(301)}, Attempts: 2})
+		}
+	}
+	states = append(states, JobState{})
+	checked := 0
+	for kind := range specs {
+		for _, worker := range []string{"", "w1"} {
+			for _, at := range []Window{{From: ms(10), To: Never}, {From: ms(10), To: ms(11)}} {
+				in := Input{Kind: kind, Job: 1, Worker: worker, Lease: ms(250), At: at}
+				out := Output{Outcome: Unknown}
+				if _, named := JobOf(in, out); named {
+					continue
+				}
+				for _, sh := range shapes {
+					for _, s := range states {
+						checked++
+						if _, v := sh.StepJob(s, in, out); v != nil {
+							t.Errorf("%s (worker %q, at %s) from %s on %+v: %s", kind, worker, at, s, sh, v)
+						}
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no kind names no job when its answer is lost")
+	}
+}

@@ -213,3 +213,67 @@ func TestAccountDeadDeleted(t *testing.T) {
 		t.Errorf("a job failed once, to be retried, then gone: %s; want it lost", a)
 	}
 }
+
+// lostClaims is a job held for most of a second (claimed, seen running, its lease expired,
+// claimed again as generation gen2, completed) beside k claims with 250 ms leases whose
+// answers were lost, called while it ran, as chaos's cancels leave them. staleDone adds the
+// first generation's completion, accepted after the reclaim.
+func lostClaims(k int, gen2 int64, staleDone bool) *history.History {
+	var ops []history.Op
+	add := func(s string, call int, in model.Input, out model.Output) {
+		c, r := int64(call)*int64(time.Millisecond), int64(call+1)*int64(time.Millisecond)
+		in.At = model.Window{From: time.Duration(c), To: time.Duration(r)}
+		if out.Outcome == model.Unknown {
+			in.At.To, r = model.Never, history.Never
+		}
+		ops = append(ops, history.Op{Client: len(ops), Session: s, Input: in, Output: out, Call: c, Return: r})
+	}
+	add("enqueuer", 0, model.Input{Kind: model.OpEnqueue}, model.Output{Job: 1})
+	add("w1", 2, model.Input{Kind: model.OpClaim, Lease: time.Hour}, model.Output{Found: true, Job: 1, Gen: 1})
+	for at := 100; at < 900; at += 100 {
+		add("reader", at, model.Input{Kind: model.OpObserve, Job: 1}, model.Output{Found: true, State: model.Running, Gen: 1, Live: true})
+	}
+	add("chaos", 900, model.Input{Kind: model.OpExpire, Job: 1}, model.Output{})
+	add("w2", 910, model.Input{Kind: model.OpClaim, Lease: time.Hour, Strict: true}, model.Output{Found: true, Job: 1, Gen: gen2})
+	if staleDone {
+		add("w1", 920, model.Input{Kind: model.OpComplete, Job: 1, Gen: 1}, model.Output{Rows: 1})
+	} else {
+		add("w2", 920, model.Input{Kind: model.OpComplete, Job: 1, Gen: gen2}, model.Output{Rows: 1})
+	}
+	add("reader", 950, model.Input{Kind: model.OpObserve, Job: 1}, model.Output{Found: true, State: model.Done, Gen: gen2})
+	for i := range k {
+		add(fmt.Sprintf("w%d", 3+i), 50+i*850/k, model.Input{Kind: model.OpClaim, Lease: 250 * time.Millisecond}, model.Output{Outcome: model.Unknown})
+	}
+	return &history.History{Version: history.Version, Queue: "handmade", Mode: "handmade", Clock: "ns", Ops: ops}
+}
+
+// TestLinearLostClaimsDecideQuickly: each claim whose answer was lost is copied into every
+// job's history as one that may have taken it, and porcupine may try every subset of the
+// copies at every point. A stress round in which chaos cancelled many claims with short leases
+// left a history it could not decide in five minutes; sixteen such claims beside one job took
+// it longer than the budget here. The job is decided at once whether it needs none of them, or
+// one (the claim that took generation 2), and a stale completion among them is still property 1.
+func TestLinearLostClaimsDecideQuickly(t *testing.T) {
+	const budget = 5 * time.Second
+	for _, c := range []struct {
+		name      string
+		h         *history.History
+		violation model.Property
+	}{
+		{"none of 16 took the job", lostClaims(16, 2, false), 0},
+		{"one of 16 took generation 2", lostClaims(16, 3, false), 0},
+		{"a stale completion beside 3", lostClaims(3, 2, true), model.PFencing},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := Check(c.h, budget)
+			switch {
+			case v.Inconclusive:
+				t.Fatalf("no verdict within %v: %s", budget, v)
+			case c.violation == 0 && !v.OK:
+				t.Fatalf("legal history rejected: %s\n%s", v, v.Explanation)
+			case c.violation != 0 && (v.Violation == nil || v.Violation.Property != c.violation):
+				t.Fatalf("got %s, want property %d", v, c.violation)
+			}
+		})
+	}
+}
