@@ -111,9 +111,12 @@ func (lc Lifecycle) String() string {
 // dueAt judges a job that becomes due in due (a run-at time, or the end of a backoff), seen by
 // a claim running in at: Live when it is certainly due (run_at <= t), Over when it certainly is
 // not yet, Uncertain when its moment may lie inside the window. The zero window is "due from the
-// start".
+// start": due whatever at is, since a session's statement can begin before the reading that set
+// the run's origin and so run at a negative time.
 func dueAt(due, at Window) Liveness {
 	switch {
+	case due == Window{}:
+		return Live
 	case due.To <= at.From:
 		return Live
 	case due.From > at.To:

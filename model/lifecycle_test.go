@@ -294,3 +294,19 @@ func TestDeadDeleted(t *testing.T) {
 		t.Fatalf("a snapshot holding a deleted dead job again: %v, want property 12", v)
 	}
 }
+
+// TestDueBeforeTheOrigin: a run's times count from its first recorded clock reading, and a
+// statement that began before that reading runs at a negative time. A job enqueued without a
+// run-at time is due from the start, so such a claim may take it: a crash round's first claim,
+// at -0.002s..-0.000s, was once reported as property 14 on the seed queue.
+func TestDueBeforeTheOrigin(t *testing.T) {
+	before := Window{From: -2 * time.Millisecond, To: -50 * time.Microsecond}
+	q := New(LowestID)
+	mustNil(t, q.Enqueue(1))
+	mustNil(t, q.Claim(before, hour, true, 1, 1))
+	var sh Shape
+	s, _ := sh.StepJob(JobState{}, Input{Kind: OpEnqueue, At: Window{From: -3 * time.Millisecond, To: -2 * time.Millisecond}}, Output{Job: 1})
+	if _, v := sh.StepJob(s, Input{Kind: OpClaim, At: before, Lease: time.Hour}, Output{Found: true, Job: 1, Gen: 1}); v != nil {
+		t.Fatalf("the job's history: %s", v)
+	}
+}
