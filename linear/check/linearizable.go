@@ -93,14 +93,7 @@ func decide(m porcupine.Model, part []porcupine.Operation, deadline time.Time) p
 		}
 		return porcupine.CheckOperationsTimeout(m, ops, left)
 	}
-	var bare, phantoms []porcupine.Operation
-	for _, o := range part {
-		if phantom(o) {
-			phantoms = append(phantoms, o)
-		} else {
-			bare = append(bare, o)
-		}
-	}
+	bare, phantoms := splitPhantoms(part)
 	if len(phantoms) <= phantomsTogether {
 		return check(part)
 	}
@@ -125,8 +118,20 @@ func decide(m porcupine.Model, part []porcupine.Operation, deadline time.Time) p
 	return check(part)
 }
 
-// phantom reports whether an operation is a copy of an unknown-outcome claim or enqueue that
-// named no job (see model.Shape.PartitionByJob).
+// splitPhantoms splits a job's operations into its phantoms and the rest.
+func splitPhantoms(part []porcupine.Operation) (bare, phantoms []porcupine.Operation) {
+	for _, o := range part {
+		if phantom(o) {
+			phantoms = append(phantoms, o)
+		} else {
+			bare = append(bare, o)
+		}
+	}
+	return bare, phantoms
+}
+
+// phantom reports whether an operation is a copy of one whose answer was lost and that named
+// no job: a claim, enqueue, rescue or heartbeat (see model.Shape.PartitionByJob).
 func phantom(o porcupine.Operation) bool {
 	in, out := o.Input.(model.Input), o.Output.(model.Output)
 	_, named := model.JobOf(in, out)
@@ -152,12 +157,7 @@ func partitionJob(part []porcupine.Operation) int64 {
 // sought without them; they are brought back only if the job's history is legal without them
 // (they are then part of why it fails).
 func explain(m porcupine.Model, sh model.Shape, job int64, part []porcupine.Operation, timeout time.Duration, v *Verdict) *model.Violation {
-	var bare []porcupine.Operation
-	for _, o := range part {
-		if !phantom(o) {
-			bare = append(bare, o)
-		}
-	}
+	bare, _ := splitPhantoms(part)
 	timeout = max(timeout, time.Second)
 	note := ""
 	if len(bare) < len(part) && porcupine.CheckOperationsTimeout(m, bare, timeout) == porcupine.Illegal {
