@@ -168,11 +168,14 @@ func (q *txBound) Expire(ctx context.Context, c *pgx.Conn, id int64) error {
 // itself, in a savepoint of that transaction, where its own job looks free and is told apart
 // by who holds it.
 //
-// A held row's claim number comes from what this queue knew just before it read the table: the
-// holder's, or, where none held the job then (or its transaction was over), the next number (a claim that took the row since,
-// its number not yet given); a free row's is the count then, a done row's the count after. A row lock is not part of a statement's snapshot, so the rows'
-// lockers cannot be read at one instant with them; every job's answer is true at some instant
-// of the snapshot's call, which is all a history asks of it.
+// A locked row's claim number comes from what this queue knew just before it read the table:
+// where a claim known then still held it, that claim's. A row locked by a claim this queue has
+// not numbered is shown ready at the count then, as a free row is: that claim answers after the
+// snapshot began, so it may come after it, and it may never answer at all (its reply lost, its
+// transaction ended with its backend), which leaves the job as it was, never numbered. A done
+// row's number is the count after the read. A row lock is not part of a statement's snapshot,
+// so the rows' lockers cannot be read at one instant with them; every job's answer is true at
+// some instant of the snapshot's call, which is all a history asks of it.
 func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error) {
 	holders, claims := q.known()
 	// A worker whose connection died does not say so: its claim's row lock may by now be a
@@ -210,15 +213,10 @@ func (q *txBound) Snapshot(ctx context.Context, c *pgx.Conn) ([]model.Row, error
 		case done:
 			// A done job's count no longer moves: the one known now is its last.
 			r.State, r.Generation = model.Done, q.claimsOf(r.ID)
-		case isFree && !(own && held && h.pid == c.PgConn().PID()):
+		case !held || isFree && h.pid != c.PgConn().PID():
 			r.State = model.Ready
 		default:
-			r.State, r.LeaseLive = model.Running, true
-			if held {
-				r.Generation = h.gen
-			} else {
-				r.Generation++ // taken since by a claim whose number is on its way
-			}
+			r.State, r.LeaseLive, r.Generation = model.Running, true, h.gen
 		}
 		out = append(out, r)
 	}
