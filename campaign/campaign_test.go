@@ -369,9 +369,9 @@ func TestKillTable(t *testing.T) {
 // its mutant had enough chances to show, up to stretch budgets, since a loaded machine gives
 // fewer in a minute: a stress row waits for enough dropped replies and cuts (a bug that only a
 // lost connection shows needs them), a scheduled row of a mutant only real time shows for
-// enough histories (its catch needs a statement to land in the part of a lease it breaks). The
-// correct seed queue, posing as such a mutant, survives: both rows must have run past their
-// budget until one of their two bounds.
+// enough statements landed just before a lease's edge (its catch needs one in the part of a
+// lease it breaks). The correct seed queue, posing as such a mutant, survives: both rows must
+// have run past their budget until one of their two bounds.
 func TestKillTableWaitsForChances(t *testing.T) {
 	suttest.SelfCheck(t, "./campaign")
 	t.Parallel()
@@ -398,12 +398,12 @@ func TestKillTableWaitsForChances(t *testing.T) {
 				t.Errorf("the survivor's line does not say how many lost connections it survived: %s", survivors)
 			}
 		case "scheduled":
-			t.Logf("scheduled row: %v, %d histories", r.Time, r.Checks)
-			if r.Checks < RealTimeHistoriesToCatch && r.Time < stretch*budget {
-				t.Errorf("the scheduled row gave up after %v with %d histories; it should run until %d of them or %v", r.Time, r.Checks, RealTimeHistoriesToCatch, stretch*budget)
+			t.Logf("scheduled row: %v, %d histories, %d landings", r.Time, r.Checks, r.Landings)
+			if r.Landings < RealTimeLandingsToCatch && r.Time < stretch*budget {
+				t.Errorf("the scheduled row gave up after %v with %d statements landed before a lease's edge; it should run until %d of them or %v", r.Time, r.Landings, RealTimeLandingsToCatch, stretch*budget)
 			}
-			if !strings.Contains(survivors, fmt.Sprintf("scheduled: %v, %d histories", Round(r.Time), r.Checks)) {
-				t.Errorf("the survivor's line does not say how many histories it survived: %s", survivors)
+			if !strings.Contains(survivors, fmt.Sprintf("scheduled: %v, %d histories, %d statements landed", Round(r.Time), r.Checks, r.Landings)) {
+				t.Errorf("the survivor's line does not say how many landings it survived: %s", survivors)
 			}
 		}
 	}

@@ -43,7 +43,11 @@ type KillRow struct {
 	// Lost is how many dropped replies and cuts hit in stress mode: a bug only a lost
 	// connection shows is not given up before stress.LostFaultsToCatch of them.
 	Lost int64
-	Err  string // the harness failed: no verdict
+	// Landings is how many statements a pause landed just before a lease's edge, where it
+	// aimed, in scheduled mode: a bug only real time shows is not given up before
+	// RealTimeLandingsToCatch of them.
+	Landings int64
+	Err      string // the harness failed: no verdict
 	// Failure is the catch itself: its program, trace and report folder.
 	Failure *Failure
 }
@@ -221,16 +225,19 @@ func huntMutant(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, mo
 			}
 			row.Checks = checks()
 			row.Lost = lost(tally.Snapshot().Counts)
+			row.Landings = tally.Snapshot().Counts.EdgeLandings
 		}()
-		// How many lost connections a stress round sees, and how many scheduled histories a
-		// minute holds, depends on the machine's load: a stress row is not given up before
-		// enough lost connections have hit (some bugs show only through one), nor a scheduled
-		// row of a mutant only real time shows before enough histories, up to stretch budgets.
+		// How many lost connections a stress round sees, and how many statements a scheduled
+		// minute lands just before a lease's edge, depends on the machine's load: a stress row
+		// is not given up before enough lost connections have hit (some bugs show only through
+		// one), nor a scheduled row of a mutant only real time shows before enough landings,
+		// up to stretch budgets.
 		searching := func() bool {
 			el := time.Since(start)
+			c := tally.Snapshot().Counts
 			return el < cfg.Budget || el < stretch*cfg.Budget &&
-				(modeName == "stress" && lost(tally.Snapshot().Counts) < stress.LostFaultsToCatch ||
-					modeName == "scheduled" && m.Expects("PropLeaseTime") && checks() < RealTimeHistoriesToCatch)
+				(modeName == "stress" && lost(c) < stress.LostFaultsToCatch ||
+					modeName == "scheduled" && m.Expects("PropLeaseTime") && c.EdgeLandings < RealTimeLandingsToCatch)
 		}
 		for n := 0; ctx.Err() == nil && searching(); n++ {
 			fs, err := h.Round(ctx, n)
@@ -255,15 +262,19 @@ func huntMutant(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, mo
 }
 
 // stretch bounds how many budgets a row may run while waiting for enough lost connections or
-// histories.
+// landings.
 const stretch = 10
 
-// RealTimeHistoriesToCatch is how many histories a scheduled row of a mutant only real time
-// shows runs before it is given up. Such a catch needs a statement to land inside the part of
-// a lease the mutant breaks, and which one does is the draw's luck: claim-shortens-lease was
-// caught once per 72 histories, as often with three busy loops beside as with one (30 catches
-// in 2152 histories, 30 seeds), so 700 histories miss it with a chance of about 1 in 18,000.
-const RealTimeHistoriesToCatch = 700
+// RealTimeLandingsToCatch is how many statements a scheduled row of a mutant only real time
+// shows must have landed just before a lease's edge, where their pauses aimed them, before it
+// is given up. Such a catch needs a statement inside the part of a lease the mutant breaks.
+// How many histories bring one depends on the machine and its load (claim-shortens-lease was
+// caught once per 72 histories on one machine, once per 439 and per 267 with one and three
+// busy loops on another, where a kill table's 900 histories missed it); per landing the rate
+// held (0.36 with one busy loop and with three, counting each catch as a landing). Where the
+// catching runs were looked at, 7 of 26 aimed landings caught it (and 5 of 12 catches came
+// without one): at 0.27 a landing, 30 of them miss it with a chance of about 1 in 12,000.
+const RealTimeLandingsToCatch = 30
 
 func lost(c program.Counts) int64 { return c.DroppedReplies + c.Cuts }
 
@@ -297,7 +308,7 @@ func (r KillRow) chances() string {
 	case "stress":
 		return fmt.Sprintf("%d histories, %d dropped replies and cuts", r.Checks, r.Lost)
 	case "scheduled":
-		return fmt.Sprintf("%d histories", r.Checks)
+		return fmt.Sprintf("%d histories, %d statements landed before a lease's edge", r.Checks, r.Landings)
 	}
 	return ""
 }

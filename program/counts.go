@@ -33,6 +33,10 @@ type Counts struct {
 	PausedMillis         int64 `json:"paused_ms"`    // how long they paused in all
 	TxnClaims            int64 `json:"txn_claims"`   // claims inside a transaction operation
 	Errors               int64 `json:"errors"`       // statements that failed (property 9)
+	// EdgeLandings counts the statements a pause to just before a lease's edge landed where it
+	// aimed (program.Landing.Aimed): the chances a lease read a few milliseconds early has
+	// to show.
+	EdgeLandings int64 `json:"edge_landings,omitempty"`
 	// NotPromised counts what the queue did that it declares it does not promise (stale
 	// completions of an at-least-once queue): measured, reported, failing nothing.
 	NotPromised int64 `json:"not_promised,omitempty"`
@@ -75,6 +79,9 @@ func (c Counts) String() string {
 	if c.TimedClaims+c.RealPauses > 0 {
 		s += fmt.Sprintf("; real time: %d claims with leases of their own length, %d pauses (%.1f s in all)",
 			c.TimedClaims, c.RealPauses, float64(c.PausedMillis)/1000)
+		if c.EdgeLandings > 0 {
+			s += fmt.Sprintf(", %d statements landed just before a lease's end", c.EdgeLandings)
+		}
 	}
 	if c.DroppedReplies+c.Cuts+c.Delays+c.Stalls > 0 {
 		s += fmt.Sprintf("; proxy faults: %d dropped replies, %d cuts, %d delays, %d stalls", c.DroppedReplies, c.Cuts, c.Delays, c.Stalls)
@@ -121,6 +128,7 @@ func (c *Counts) Add(o Counts) {
 	c.RealPauses += o.RealPauses
 	c.PausedMillis += o.PausedMillis
 	c.TxnClaims += o.TxnClaims
+	c.EdgeLandings += o.EdgeLandings
 	c.Errors += o.Errors
 	c.Ops += o.Ops
 	c.Snapshots += o.Snapshots

@@ -131,6 +131,13 @@ func (s *Scheduler) run(t verdict.Failer, c chooser, saved *program.Program) {
 	s.trace, s.lastHistory, s.lastProgram = h.Program, h, r.asProgram(nil)
 	s.Counts = check.CountOps(h)
 	s.Counts.RealPauses, s.Counts.PausedMillis = int64(r.pauses), r.slept.Milliseconds()
+	if r.world != nil {
+		for _, l := range r.world.Approach.Landings {
+			if l.Aimed() {
+				s.Counts.EdgeLandings++
+			}
+		}
+	}
 	v := check.Check(h, s.cfg.CheckTimeout)
 	s.Counts.NotPromised = int64(len(v.NotPromised))
 	if s.cfg.Trace != nil {
