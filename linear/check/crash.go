@@ -17,7 +17,8 @@ import (
 //     and accepts no completion again;
 //   - an acknowledged expiry survives: a job expired before the crash after the claim of its
 //     newest generation returned, and touched by no claim, expiry, renewal or failure since,
-//     is not seen running live at that generation after the restart;
+//     is not seen running live at that generation after the restart, nor (on a fenced queue)
+//     completed by it;
 //   - no generation goes back: after the restart no snapshot shows a job at a generation
 //     lower than one acknowledged before the crash, and no claim returns one at or below it;
 //   - leases keep running on the database clock: a job claimed with a timed lease before the
@@ -131,7 +132,11 @@ func acrossCrash(h *history.History, crash int64) []*model.Violation {
 			out = append(out, model.Violate(model.PGenerations, "job %d was at generation %d before the crash (%s, by %s), and a claim after the restart returned generation %d: a generation was reused", id, g.op.Output.Gen, g.what, g.op.Session, res.Gen))
 		}
 		if e, ok := expired[id]; ok && hadGen && !h.Shape.NoGeneration && expiryLost(h, e, g.op, o) {
-			out = append(out, model.Violate(model.PRecovery, "job %d was expired before the crash (by %s, after %s returned), and a snapshot after the restart shows that generation's lease live: an acknowledged expiry was lost", id, e.Session, g.what))
+			seen := "a snapshot after the restart shows that generation's lease live"
+			if in.Kind == model.OpComplete {
+				seen = fmt.Sprintf("a completion of that generation after the restart (by %s) was accepted", o.Session)
+			}
+			out = append(out, model.Violate(model.PRecovery, "job %d was expired before the crash (by %s, after %s returned), and %s: an acknowledged expiry was lost", id, e.Session, g.what, seen))
 		}
 		if in.Kind == model.OpObserve && res.Found && res.State == model.Running {
 			for _, c := range claims[id] {
@@ -168,14 +173,19 @@ func leaseAcross(c, o history.Op, writes []history.Op) *model.Violation {
 	return nil
 }
 
-// expiryLost reports whether snapshot o, taken after the restart, shows job running live at
-// the generation c (a claim, or a snapshot) saw, which expiry e ended before the crash: e was
-// called after c returned, and nothing that names the job and may claim, expire, renew or fail
-// it was called between e and o's return.
+// expiryLost reports whether o, answered after the restart, shows the lease of the generation
+// c (a claim, or a snapshot) saw, which expiry e ended before the crash, still running: a
+// snapshot sees that generation running live, or the queue, which promises fencing, accepts a
+// completion of it. e was called after c returned, and nothing that names the job and may
+// claim, expire, renew or fail it was called between e and o's return.
 func expiryLost(h *history.History, e, c, o history.Op) bool {
-	res := o.Output
-	if o.Input.Kind != model.OpObserve || !res.Found || res.State != model.Running || !res.Live ||
-		res.Gen != c.Output.Gen || e.Call < c.Return {
+	in, res := o.Input, o.Output
+	switch {
+	case e.Call < c.Return:
+		return false
+	case in.Kind == model.OpObserve && res.Found && res.State == model.Running && res.Live && res.Gen == c.Output.Gen:
+	case in.Kind == model.OpComplete && res.Rows == 1 && in.Gen == c.Output.Gen && !h.Shape.Unfenced:
+	default:
 		return false
 	}
 	for _, w := range h.Ops {

@@ -52,6 +52,8 @@ func TestLinearCrashChecksHandmade(t *testing.T) {
 		{"lease outlives its end", crashed(see(timed(withEnq3(), time.Second), 31, 32, 3, model.Running, 1, true, at(1200, 1201))), model.PDBTime, "saw it live"},
 		{"acknowledged expiry lost", crashed(see(base().expire(11, 12, 2), 31, 32, 2, model.Running, 1, true, at(500, 501))), model.PRecovery, "an acknowledged expiry was lost"},
 		{"acknowledged expiry kept", crashed(see(base().expire(11, 12, 2), 31, 32, 2, model.Running, 1, false, at(500, 501))), 0, ""},
+		{"acknowledged expiry lost, then completed", crashed(base().expire(11, 12, 2).complete("w2", 31, 32, 2, 1, 1)), model.PRecovery, "a completion of that generation after the restart (by w2) was accepted: an acknowledged expiry was lost"},
+		{"acknowledged expiry kept, completion refused", crashed(base().expire(11, 12, 2).complete("w2", 31, 32, 2, 1, 0)), 0, ""},
 		{"expired and claimed again", crashed(see(base().expire(11, 12, 2).claim("w3", 13, 14, 2, 2), 31, 32, 2, model.Running, 2, true, at(500, 501))), 0, ""},
 		{"lease expired by the harness", crashed(see(timed(withEnq3(), time.Second).expire(13, 14, 3), 31, 32, 3, model.Running, 1, false, at(900, 901))), 0, ""},
 	}
