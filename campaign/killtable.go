@@ -224,8 +224,8 @@ func huntMutant(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, mo
 				row.Time = time.Since(start)
 			}
 			row.Checks = checks()
-			row.Lost = lost(tally.Snapshot().Counts)
-			row.Landings = tally.Snapshot().Counts.EdgeLandings
+			c := tally.Snapshot().Counts
+			row.Lost, row.Landings = lost(c), c.EdgeLandings
 		}()
 		// How many lost connections a stress round sees, and how many statements a scheduled
 		// minute lands just before a lease's edge, depends on the machine's load: a stress row

@@ -40,6 +40,17 @@ func (l Landing) Aimed() bool {
 	return l.At.To < l.Edge && l.At.From >= l.Aim-(l.Edge-l.Aim)
 }
 
+// Aimed counts this run's landings that came where their pauses aimed.
+func (a *Approach) Aimed() int64 {
+	var n int64
+	for _, l := range a.Landings {
+		if l.Aimed() {
+			n++
+		}
+	}
+	return n
+}
+
 func (l Landing) String() string {
 	return fmt.Sprintf("aimed %s, within %v before the lease's end %s", model.Stamp(l.Aim), 2*(l.Edge-l.Aim), model.Stamp(l.Edge))
 }

@@ -28,8 +28,8 @@ func TestApproachLearnsLateness(t *testing.T) {
 	if d := a.Delay(check); d != 50*ms {
 		t.Fatalf("delay: got %v, want the median 50ms", d)
 	}
-	if len(a.Landings) != 3 {
-		t.Fatalf("landings: %d, want 3", len(a.Landings))
+	if len(a.Landings) != 3 || a.Aimed() != 0 {
+		t.Fatalf("landings: %d, %d of them aimed; want 3, none aimed", len(a.Landings), a.Aimed())
 	}
 	a.reset()
 	if len(a.Landings) != 0 || a.Delay(check) != 50*ms {
@@ -47,5 +47,8 @@ func TestApproachLearnsLateness(t *testing.T) {
 	a.Next(model.Window{From: -1})
 	if l, ok := a.Next(model.Window{From: 2985 * ms, To: 2986 * ms}); !ok || !l.Aimed() {
 		t.Fatalf("a statement 5 ms before its aim and before the edge: got %+v, %v; want as aimed", l, ok)
+	}
+	if a.Aimed() != 1 {
+		t.Fatalf("after one landing as aimed and none other since the reset, Aimed is %d; want 1", a.Aimed())
 	}
 }

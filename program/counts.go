@@ -34,7 +34,7 @@ type Counts struct {
 	TxnClaims            int64 `json:"txn_claims"`   // claims inside a transaction operation
 	Errors               int64 `json:"errors"`       // statements that failed (property 9)
 	// EdgeLandings counts the statements a pause to just before a lease's edge landed where it
-	// aimed (program.Landing.Aimed): the chances a lease read a few milliseconds early has
+	// aimed (Approach.Aimed): the chances a lease read a few milliseconds early has
 	// to show.
 	EdgeLandings int64 `json:"edge_landings,omitempty"`
 	// NotPromised counts what the queue did that it declares it does not promise (stale

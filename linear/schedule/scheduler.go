@@ -132,11 +132,7 @@ func (s *Scheduler) run(t verdict.Failer, c chooser, saved *program.Program) {
 	s.Counts = check.CountOps(h)
 	s.Counts.RealPauses, s.Counts.PausedMillis = int64(r.pauses), r.slept.Milliseconds()
 	if r.world != nil {
-		for _, l := range r.world.Approach.Landings {
-			if l.Aimed() {
-				s.Counts.EdgeLandings++
-			}
-		}
+		s.Counts.EdgeLandings = r.world.Approach.Aimed()
 	}
 	v := check.Check(h, s.cfg.CheckTimeout)
 	s.Counts.NotPromised = int64(len(v.NotPromised))
