@@ -7,8 +7,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/sequential"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // BenchmarkPropSteps measures the Prop state machine on the seed: operations per second, each

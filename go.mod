@@ -1,4 +1,4 @@
-module pgqcheck
+module github.com/pgqcheck/pgqcheck
 
 go 1.26.8
 

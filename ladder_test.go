@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/campaign"
-	"pgqcheck/mutant"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // The resolution ladder: mutant families of the suite's own, each reading a lease a little

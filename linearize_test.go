@@ -12,22 +12,22 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/verdict"
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/campaign"
-	"pgqcheck/linear/check"
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/report"
-	"pgqcheck/linear/schedule"
-	"pgqcheck/linear/stress"
-	"pgqcheck/model"
-	"pgqcheck/mutant"
-	"pgqcheck/program"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/linear/check"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/report"
+	"github.com/pgqcheck/pgqcheck/linear/schedule"
+	"github.com/pgqcheck/pgqcheck/linear/stress"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // Property 7: concurrent histories checked with porcupine (go test -run Linear).

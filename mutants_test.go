@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/corpus"
-	"pgqcheck/internal/testflags"
-	"pgqcheck/model"
-	"pgqcheck/mutant"
-	"pgqcheck/program"
-	"pgqcheck/sequential"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/corpus"
+	"github.com/pgqcheck/pgqcheck/internal/testflags"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // propMutants are the mutants a Prop state machine must catch: Prop's, and PropLeaseTime's,

@@ -8,17 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/verdict"
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/corpus"
-	"pgqcheck/internal/testflags"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sequential"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/corpus"
+	"github.com/pgqcheck/pgqcheck/internal/testflags"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 var reduceFor = flag.Duration("pgqcheck.reduce", 20*time.Second, "how long a failure's program may be reduced after rapid's shrinking")

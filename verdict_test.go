@@ -13,12 +13,12 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/internal/rapidrun"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/internal/rapidrun"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // A failing verdict is read from the top: each failing test prints its broken property, its

@@ -1,11 +1,11 @@
-module pgqcheck/adapters
+module github.com/pgqcheck/pgqcheck/adapters
 
 go 1.26.8
 
 replace (
-	pgqcheck => ../
-	pgqcheck/adapters/judge => ./judge
-	pgqcheck/adapters/riverq => ./riverq
+	github.com/pgqcheck/pgqcheck => ../
+	github.com/pgqcheck/pgqcheck/adapters/judge => ./judge
+	github.com/pgqcheck/pgqcheck/adapters/riverq => ./riverq
 )
 
 require (
@@ -14,9 +14,9 @@ require (
 	github.com/riverqueue/river/riverdriver v0.51.2
 	github.com/riverqueue/river/rivertype v0.51.2
 	github.com/vgarvardt/gue/v5 v5.8.0
-	pgqcheck v0.0.0
-	pgqcheck/adapters/judge v0.0.0
-	pgqcheck/adapters/riverq v0.0.0
+	github.com/pgqcheck/pgqcheck v0.0.0
+	github.com/pgqcheck/pgqcheck/adapters/judge v0.0.0
+	github.com/pgqcheck/pgqcheck/adapters/riverq v0.0.0
 )
 
 require (

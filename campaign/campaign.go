@@ -13,12 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
-	"pgqcheck/plan"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/plan"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // Config is one campaign.

@@ -13,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/linear/report"
-	"pgqcheck/linear/stress"
-	"pgqcheck/model"
-	"pgqcheck/mutant"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/linear/report"
+	"github.com/pgqcheck/pgqcheck/linear/stress"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 func server(t *testing.T) *pgserver.Server {

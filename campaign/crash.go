@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"pgqcheck/linear/stress"
+	"github.com/pgqcheck/pgqcheck/linear/stress"
 )
 
 // Crash rounds (Config.Crash): every stress round kills the server with SIGKILL once during

@@ -12,14 +12,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"pgqcheck/hunt"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/linear/stress"
-	"pgqcheck/model"
-	"pgqcheck/mutant"
-	"pgqcheck/program"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/hunt"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/linear/stress"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // SuiteModes are the campaign modes that stand for each suite a mutant.json names: `go test`

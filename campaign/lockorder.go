@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"pgqcheck/lockorder"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/lockorder"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // lockOrderMode is the lock-order check of a queue's business effects (package lockorder): each

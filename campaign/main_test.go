@@ -5,9 +5,9 @@ import (
 	"os"
 	"testing"
 
-	_ "pgqcheck/goqueues" // the Go queues and their mutants
-	"pgqcheck/internal/testflags"
-	"pgqcheck/sut/pgserver"
+	_ "github.com/pgqcheck/pgqcheck/goqueues" // the Go queues and their mutants
+	"github.com/pgqcheck/pgqcheck/internal/testflags"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 func TestMain(m *testing.M) {

@@ -3,10 +3,10 @@ package campaign
 import (
 	"fmt"
 
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/report"
-	"pgqcheck/timeline"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/report"
+	"github.com/pgqcheck/pgqcheck/timeline"
 )
 
 // MeasuresPage draws a saved history's measures page at htmlOut (no Postgres needed): what

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/hunt"
-	"pgqcheck/linear/report"
-	"pgqcheck/linear/stress"
-	"pgqcheck/model"
-	"pgqcheck/sut"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/hunt"
+	"github.com/pgqcheck/pgqcheck/linear/report"
+	"github.com/pgqcheck/pgqcheck/linear/stress"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // Mode is one way of hunting for violations. A campaign gives each of its workers a database of

@@ -7,14 +7,14 @@ import (
 	"io"
 	"os"
 
-	"pgqcheck/hunt"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/linear/report"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/hunt"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/linear/report"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // replaySaved replays, on an installed queue, every program saved under the module root's

@@ -13,14 +13,14 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/linear/report"
-	"pgqcheck/model"
-	"pgqcheck/plan"
-	"pgqcheck/program"
-	"pgqcheck/timeline"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/linear/report"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/plan"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/timeline"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // ReportFormat changes when a field changes meaning; readers refuse formats they do not know.

@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/corpus"
-	"pgqcheck/fuzz"
-	"pgqcheck/hunt"
-	"pgqcheck/linear/schedule"
-	"pgqcheck/program"
-	"pgqcheck/sut"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/corpus"
+	"github.com/pgqcheck/pgqcheck/fuzz"
+	"github.com/pgqcheck/pgqcheck/hunt"
+	"github.com/pgqcheck/pgqcheck/linear/schedule"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // Where cases are kept, relative to the module root: saved programs (where TestPropPrograms

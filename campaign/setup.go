@@ -9,10 +9,10 @@ import (
 	"regexp"
 	"strings"
 
-	"pgqcheck/internal/modroot"
-	"pgqcheck/mutant"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/internal/modroot"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // OnDatabase installs q in a fresh database named after prefix, runs fn on it, and drops it.

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // Tally is what a campaign's workers have done so far, updated as operations run so the progress

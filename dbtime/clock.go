@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Clock turns a statement's clock readings into database time as the model counts it:

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // TestClockWindow: the first reading is the origin; a missing first reading is bounded by the

@@ -26,7 +26,7 @@ import (
 	"sync"
 	"time"
 
-	"pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
 )
 
 // Mode is how the destination applies effects.

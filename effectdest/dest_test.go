@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
 )
 
 func start(t *testing.T, m effectdest.Mode) *effectdest.Dest {

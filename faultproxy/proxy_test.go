@@ -12,11 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/model"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }
@@ -81,7 +81,7 @@ func proxyStacks() []string {
 	}
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "pgqcheck/faultproxy.(*") {
+		if strings.Contains(g, "github.com/pgqcheck/pgqcheck/faultproxy.(*") {
 			out = append(out, g)
 		}
 	}

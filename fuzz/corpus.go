@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"pgqcheck/linear/schedule"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/linear/schedule"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Entry is a hand-written program in the seed corpus: the seed's walkthrough and its release

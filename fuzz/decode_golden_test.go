@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"pgqcheck/fuzz"
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/fuzz"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 var updateDecoded = flag.Bool("update-decoded", false, "rewrite testdata/decoded from the corpora")

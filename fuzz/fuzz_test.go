@@ -13,17 +13,17 @@ import (
 	"sync"
 	"testing"
 
-	"pgqcheck/fuzz"
-	_ "pgqcheck/goqueues" // the Go queues and their mutants
-	"pgqcheck/internal/testflags"
-	"pgqcheck/linear/schedule"
-	"pgqcheck/model"
-	"pgqcheck/mutant"
-	"pgqcheck/program"
-	"pgqcheck/sequential"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/fuzz"
+	_ "github.com/pgqcheck/pgqcheck/goqueues" // the Go queues and their mutants
+	"github.com/pgqcheck/pgqcheck/internal/testflags"
+	"github.com/pgqcheck/pgqcheck/linear/schedule"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // Closing the shared server drops every database this process created, the fuzz targets' too.

@@ -24,9 +24,9 @@ import (
 	"fmt"
 	"slices"
 
-	"pgqcheck/generate"
-	"pgqcheck/program"
-	"pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sequential"
 )
 
 // Sessions in a fuzzed program: as many as the Prop suite has, so a case found by either reads

@@ -8,15 +8,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	"pgqcheck/fuzz"
-	"pgqcheck/internal/testflags"
-	"pgqcheck/linear/schedule"
-	"pgqcheck/mutant"
-	"pgqcheck/program"
-	"pgqcheck/sequential"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/fuzz"
+	"github.com/pgqcheck/pgqcheck/internal/testflags"
+	"github.com/pgqcheck/pgqcheck/linear/schedule"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // FuzzScheduled runs scheduled mode with its choices read from the input, one byte a choice:

@@ -4,9 +4,9 @@ import (
 	"sort"
 	"time"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/program"
-	"pgqcheck/program/lifecycle"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program/lifecycle"
 )
 
 // Weights is how often a generator draws each kind of operation: generation is configuration,

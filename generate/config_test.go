@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // TestKindsAreDrawn: every kind of the configuration has a name of its own and is drawn by some

@@ -3,8 +3,8 @@ package generate
 import (
 	"time"
 
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Dialect is how a mode resolves what an operation runs on and names.

@@ -1,10 +1,10 @@
 package generate
 
 import (
-	"pgqcheck/faultproxy"
-	"pgqcheck/program"
-	"pgqcheck/program/external"
-	"pgqcheck/program/lifecycle"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program/external"
+	"github.com/pgqcheck/pgqcheck/program/lifecycle"
 )
 
 // How each kind of config.go is drawn. Every draw of a kind makes the same choices in the same

@@ -1,8 +1,8 @@
 package generate
 
 import (
-	"pgqcheck/program"
-	"pgqcheck/program/lifecycle"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program/lifecycle"
 )
 
 // Draws that land a statement at a lease's edge as closely as the claim's measured window

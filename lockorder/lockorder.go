@@ -16,13 +16,13 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/internal/pgerr"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/program/lifecycle"
-	"pgqcheck/sut"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/internal/pgerr"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program/lifecycle"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // Mode names the search of a lock-order finding, beside the program package's modes.

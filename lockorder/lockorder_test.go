@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	_ "pgqcheck/goqueues" // the Go mutant whose effect escapes its transaction
-	"pgqcheck/lockorder"
-	"pgqcheck/model"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	_ "github.com/pgqcheck/pgqcheck/goqueues" // the Go mutant whose effect escapes its transaction
+	"github.com/pgqcheck/pgqcheck/lockorder"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // install installs a folder under the module's testdata: the mutant that locks in opposite

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/campaign"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/mutant"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/walkthrough"
+	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/walkthrough"
 )
 
 // Config is what the version matrix runs on each server.

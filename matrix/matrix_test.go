@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/mutant"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // TestMatrixLocal runs the version matrix on this machine's own server with one mutant: the

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Mutant is one broken queue.
@@ -81,7 +81,7 @@ func Load(dir string) ([]*Mutant, error) {
 		if m.GoQueue != "" {
 			q, ok := sut.Registered(m.GoQueue)
 			if !ok {
-				return nil, fmt.Errorf("pgqcheck: mutant %s names the Go queue %q, which this binary does not register; import the package that registers it (pgqcheck/goqueues)", path, m.GoQueue)
+				return nil, fmt.Errorf("pgqcheck: mutant %s names the Go queue %q, which this binary does not register; import the package that registers it (github.com/pgqcheck/pgqcheck/goqueues)", path, m.GoQueue)
 			}
 			m.Queue = q
 		} else if m.Queue, err = sut.LoadDir(path); err != nil {

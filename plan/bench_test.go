@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // BenchmarkClaimCost measures one claim per iteration, under EXPLAIN ANALYZE in a rolled-back

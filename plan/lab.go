@@ -11,9 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"pgqcheck/internal/pgerr"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/internal/pgerr"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Lab is an installed queue prepared for building states and measuring claims in them. It owns

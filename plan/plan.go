@@ -30,7 +30,7 @@ import (
 	"sort"
 	"time"
 
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // DefaultSizes are the done-row counts of the growth series when none are given.

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"pgqcheck/model"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
 )
 
 // Summary is the report as a table for people.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Approach learns how late the statement after a pause to just before a lease's edge lands,

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 func TestApproachLearnsLateness(t *testing.T) {

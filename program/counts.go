@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Counts says what steps exercised, so that a campaign that "held" can show it presented

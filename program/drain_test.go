@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // fakeRunner answers a drain's steps with answer, and records them.

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // A program file is one operation per line, exactly as String prints it; '#' starts a comment.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // examples holds at least one operation for every line the grammar reads.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
 )
 
 // ProxyFault arms a fault proxy fault for session S's next statement: its reply dropped after

@@ -3,7 +3,7 @@ package program
 import (
 	"time"
 
-	"pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
 )
 
 // The proxy faults' lines join the grammar's examples (TestOpsRoundTrip).

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Op is one operation of a program, in every mode. It prints itself (String, exactly what

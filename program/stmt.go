@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Stmt is one statement a session sends, with every reference resolved: the only thing the

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // The statements a session sends besides the queue's: a locker's row lock, the transaction

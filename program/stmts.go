@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // The queue's own statements, one type each: the contract's files.

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"time"
 
-	"pgqcheck/dbtime"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/dbtime"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // The Prop suite's world: enough workers for one to hold a stale token while another reclaims,

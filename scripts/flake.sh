@@ -57,7 +57,7 @@ for i in $(seq 1 "$runs"); do
 		# The tests that failed (subtests by their full name) and the packages that failed
 		# without a test's line (a panic, a timeout, a build failure).
 		grep -E '^\s*--- FAIL: ' "$log" | sed -E 's/^\s*--- FAIL: ([^ ]+).*/\1/' | sort -u | sed "s/^/fail $i /" >>"$summary" || true
-		grep -E '^FAIL\s+pgqcheck' "$log" | awk '{print $2}' | sort -u | sed "s/^/pkg $i /" >>"$summary" || true
+		grep -E '^FAIL\s+github.com/pgqcheck/pgqcheck' "$log" | awk '{print $2}' | sort -u | sed "s/^/pkg $i /" >>"$summary" || true
 	fi
 	echo "flake: run $i of $runs: $(grep "^run $i " "$summary" | awk '{print $3, $4}')" >&2
 done

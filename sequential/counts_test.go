@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/program"
-	"pgqcheck/sequential"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/program/external"
-	"pgqcheck/sut"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program/external"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // lockTimeout: in a sequential run nothing ever legitimately waits for a row lock, so any wait

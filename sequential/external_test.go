@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	_ "pgqcheck/program/external" // the external effects' lines
-	"pgqcheck/sequential"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	_ "github.com/pgqcheck/pgqcheck/program/external" // the external effects' lines
+	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // destEnv is a sequential world on the seed's queue whose workers call a destination of the

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sequential"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // A kind of statement is one type. peekStmt, a kind that exists only in this test, counts the

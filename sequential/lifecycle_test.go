@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"pgqcheck/program"
-	_ "pgqcheck/program/lifecycle" // the lifecycle's lines
-	"pgqcheck/sequential"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/program"
+	_ "github.com/pgqcheck/pgqcheck/program/lifecycle" // the lifecycle's lines
+	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // runTrace runs a program on the built-in lifecycle queue beside the model and returns its

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/verdict"
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/generate"
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // StateMachine returns rapid state-machine actions that draw operations against e from the

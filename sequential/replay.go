@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // Replay runs a program from an empty queue, skipping operations that do not apply, and returns

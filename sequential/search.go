@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/verdict"
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/internal/rapidrun"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/internal/rapidrun"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // FindingOf turns the failing run env holds (rapid's final replay of its shrunk case) into a

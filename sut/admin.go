@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
 )
 
 // WaitFor polls pg_stat_activity until the backend pid shows the given wait event (for

@@ -30,7 +30,7 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 //go:embed queues

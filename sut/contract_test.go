@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // copySeed writes the built-in seed queue into a temp folder, with edits applied

@@ -3,7 +3,7 @@ package sut
 import (
 	"time"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Declared is everything the model and the modes must know of a queue, in one place: the order

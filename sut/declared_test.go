@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	_ "pgqcheck/goqueues" // the Go queues register themselves when linked
-	"pgqcheck/model"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	_ "github.com/pgqcheck/pgqcheck/goqueues" // the Go queues register themselves when linked
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // form is what a queue must declare: everything the model and the modes read of it.

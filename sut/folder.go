@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // folder is the backend of a queue given as a folder of SQL statements: each statement is sent

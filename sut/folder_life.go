@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // The folder's lifecycle statements (lifecycle.go).

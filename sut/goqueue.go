@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // GoQueue is a queue written in Go rather than as a folder of SQL: its operations run as Go

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
 )
 
 // Installed is a queue whose schema runs in a database of its own. It knows every table and

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // The job lifecycle's part of the contract (model.Lifecycle): what fail.sql, renew.sql,

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"sync"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // registry translates what the declared forms make the queue's own (opaque ids, claim tokens,

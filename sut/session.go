@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Session is one connection to the queue's database: a worker, a locker, or a snapshot reader.

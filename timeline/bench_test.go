@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // synthetic is a run of n operations: sessions that enqueue, claim and complete in turn, one

@@ -3,7 +3,7 @@ package timeline
 import (
 	"time"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 const ms = int64(time.Millisecond)

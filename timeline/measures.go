@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // Never is the return time of an operation whose answer never came back (history.Never).

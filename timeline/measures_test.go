@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 func TestComputeHandmade(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
 )
 
 // The page's geometry, in CSS pixels. The charts sit at the page's left edge (the body has no

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // Finding is a broken promise, as a value from the moment it is detected to the moment it is

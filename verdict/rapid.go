@@ -1,6 +1,6 @@
 package verdict
 
-import "pgqcheck/model"
+import "github.com/pgqcheck/pgqcheck/model"
 
 // Failer is where a failing run is reported: a *rapid.T, or a *testing.T under the fuzzer.
 type Failer interface {

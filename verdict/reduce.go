@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // SameFailure reports whether two errors are the same verdict: the same property broken, or

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // The properties each kind of run judges.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // The lifecycle's scenarios, run where the queue ships what they need (fail.sql, renew.sql,

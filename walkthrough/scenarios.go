@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"pgqcheck/internal/pgerr"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/internal/pgerr"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // The harness's own statements, recorded in the evidence as run. waitSQL is what

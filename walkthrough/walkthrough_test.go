@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/sut/suttest"
-	"pgqcheck/walkthrough"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/walkthrough"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"pgqcheck/adapters/judge"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/adapters/judge"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }

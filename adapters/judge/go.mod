@@ -1,10 +1,10 @@
-module pgqcheck/adapters/judge
+module github.com/pgqcheck/pgqcheck/adapters/judge
 
 go 1.26.8
 
-replace pgqcheck => ../../
+replace github.com/pgqcheck/pgqcheck => ../../
 
-require pgqcheck v0.0.0-00010101000000-000000000000
+require github.com/pgqcheck/pgqcheck v0.0.0-00010101000000-000000000000
 
 require (
 	dario.cat/mergo v1.0.2 // indirect

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/campaign"
-	"pgqcheck/model"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // Hunt runs one campaign of mode on the named queue from seed for budget, keeping one

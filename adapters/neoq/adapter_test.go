@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // database is a fresh database on the suite's server, dropped when the test ends.

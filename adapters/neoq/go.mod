@@ -1,17 +1,17 @@
-module pgqcheck/adapters/neoq
+module github.com/pgqcheck/pgqcheck/adapters/neoq
 
 go 1.26.8
 
 replace (
-	pgqcheck => ../../
-	pgqcheck/adapters/judge => ../judge
+	github.com/pgqcheck/pgqcheck => ../../
+	github.com/pgqcheck/pgqcheck/adapters/judge => ../judge
 )
 
 require (
 	github.com/acaloiaro/neoq v0.72.2
 	github.com/jackc/pgx/v5 v5.12.0
-	pgqcheck v0.0.0
-	pgqcheck/adapters/judge v0.0.0
+	github.com/pgqcheck/pgqcheck v0.0.0
+	github.com/pgqcheck/pgqcheck/adapters/judge v0.0.0
 )
 
 require (

@@ -60,8 +60,8 @@ import (
 	"github.com/acaloiaro/neoq/logging"
 	"github.com/jackc/pgx/v5"
 
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Version is the neoq release judged, the one go.mod pins.

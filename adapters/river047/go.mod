@@ -1,19 +1,19 @@
-module pgqcheck/adapters/river047
+module github.com/pgqcheck/pgqcheck/adapters/river047
 
 go 1.26.8
 
 replace (
-	pgqcheck => ../../
-	pgqcheck/adapters/judge => ../judge
-	pgqcheck/adapters/riverq => ../riverq
+	github.com/pgqcheck/pgqcheck => ../../
+	github.com/pgqcheck/pgqcheck/adapters/judge => ../judge
+	github.com/pgqcheck/pgqcheck/adapters/riverq => ../riverq
 )
 
 require (
 	github.com/riverqueue/river/riverdriver v0.47.0
 	github.com/riverqueue/river/rivertype v0.47.0
-	pgqcheck v0.0.0
-	pgqcheck/adapters/judge v0.0.0
-	pgqcheck/adapters/riverq v0.0.0
+	github.com/pgqcheck/pgqcheck v0.0.0
+	github.com/pgqcheck/pgqcheck/adapters/judge v0.0.0
+	github.com/pgqcheck/pgqcheck/adapters/riverq v0.0.0
 )
 
 require (

@@ -9,7 +9,7 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivertype"
 
-	"pgqcheck/adapters/riverq"
+	"github.com/pgqcheck/pgqcheck/adapters/riverq"
 )
 
 // Name is the queue's registered name.

@@ -4,10 +4,10 @@ import (
 	"os"
 	"testing"
 
-	"pgqcheck/adapters/judge"
-	"pgqcheck/campaign"
-	"pgqcheck/model"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/adapters/judge"
+	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }

@@ -1,8 +1,8 @@
-module pgqcheck/adapters/riverq
+module github.com/pgqcheck/pgqcheck/adapters/riverq
 
 go 1.26.8
 
-replace pgqcheck => ../../
+replace github.com/pgqcheck/pgqcheck => ../../
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
@@ -10,7 +10,7 @@ require (
 	github.com/riverqueue/river/riverdriver v0.47.0
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.47.0
 	github.com/riverqueue/river/rivertype v0.47.0
-	pgqcheck v0.0.0
+	github.com/pgqcheck/pgqcheck v0.0.0
 )
 
 require (

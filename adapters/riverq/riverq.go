@@ -26,8 +26,8 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Horizon is the rescuer's RescueStuckJobsAfter: a running job whose attempt began longer ago

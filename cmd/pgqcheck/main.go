@@ -24,11 +24,11 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/campaign"
-	_ "pgqcheck/goqueues" // the Go queues and their mutants
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/campaign"
+	_ "github.com/pgqcheck/pgqcheck/goqueues" // the Go queues and their mutants
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // Exit statuses.

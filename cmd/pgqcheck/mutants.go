@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"pgqcheck/campaign"
-	"pgqcheck/internal/modroot"
+	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/modroot"
 )
 
 const mutantsDetails = `Each folder under --dir is a deliberately broken queue with mutant.json, {"bug": "...",

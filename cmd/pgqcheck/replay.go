@@ -5,9 +5,9 @@ import (
 	"os"
 	"time"
 
-	"pgqcheck/campaign"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 const replayDetails = `FILE is a saved case: an .ops program (testdata/programs/found/*.ops, or any program as

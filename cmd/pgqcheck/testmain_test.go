@@ -5,8 +5,8 @@ import (
 	"os"
 	"testing"
 
-	"pgqcheck/internal/testflags"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/internal/testflags"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 func TestMain(m *testing.M) {

@@ -20,7 +20,7 @@ func TestFind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(root, "module pgqcheck\n\ngo 1.22\n")
+	write(root, "module "+Path+"\n\ngo 1.22\n")
 	write(other, "module example.com/other\n")
 	if got, ok := Find(inner); !ok || got != root {
 		t.Errorf("Find(%s) = %q, %v; want %q", inner, got, ok, root)

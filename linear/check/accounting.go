@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sort"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Accounting is the total-queue check of a drained run, in Jepsen's vocabulary: every job

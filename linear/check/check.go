@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // Verdict is what the checks concluded about a history.

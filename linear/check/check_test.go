@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // hist builds a handmade history; each op is its own client unless said otherwise.

@@ -1,10 +1,10 @@
 package check
 
 import (
-	"pgqcheck/faultproxy"
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // CountOps counts what a history holds, in the counts every mode keeps.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sort"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // crashChecks judges what a crash may not do, for each crash and restart in the history.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // TestLinearCrashChecksHandmade: each crash check fails on a history that breaks it, names the

@@ -11,8 +11,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // JobModel is the queue's porcupine model for one job's operations.

@@ -1,8 +1,8 @@
 package check
 
 import (
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Recovery after an uncertain answer, the seed's rule, is checked in three places:

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // TestRecoveryChecks: the seed's recovery rule after uncertain answers, each part shown holding

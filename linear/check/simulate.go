@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // SimConfig shapes a simulated run.

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"pgqcheck/dbtime"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/dbtime"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Recorder collects a history from many goroutines on one clock.

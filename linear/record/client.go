@@ -12,10 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"pgqcheck/dbtime"
-	"pgqcheck/faultproxy"
-	"pgqcheck/linear/history"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/dbtime"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Client is one session's view of the queue. It knows the session's transaction, so that a

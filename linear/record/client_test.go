@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/record"
-	"pgqcheck/program"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/record"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // A terminate aimed at a session whose statement was waiting may land just after the

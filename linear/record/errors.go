@@ -5,9 +5,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"pgqcheck/internal/pgerr"
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/internal/pgerr"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // outcomeOf decides what a failed statement did. Only a request that provably never reached

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Flight is a statement sent and not yet recorded.

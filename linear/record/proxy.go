@@ -3,8 +3,8 @@ package record
 import (
 	"sync"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Network faults: a client may connect through the fault proxy, which then drops, delays, cuts

@@ -3,9 +3,9 @@ package record
 import (
 	"errors"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // recording is where a statement whose answer came back records itself (program.Recording):

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	_ "pgqcheck/goqueues" // the txbound queue
-	"pgqcheck/linear/check"
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/record"
-	"pgqcheck/program"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
-	"pgqcheck/sut/suttest"
+	_ "github.com/pgqcheck/pgqcheck/goqueues" // the txbound queue
+	"github.com/pgqcheck/pgqcheck/linear/check"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/record"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/timeline"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/timeline"
 )
 
 // Files a report folder holds for every run, passing or failing: the run's shape.

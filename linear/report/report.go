@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/linear/check"
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/linear/check"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // Files in a report folder.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/linear/check"
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/linear/check"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // TestReportFolder: a failing verdict leaves the history, the failing job's cut, a timeline

@@ -7,9 +7,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"pgqcheck/linear/check"
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/linear/check"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Timeline writes porcupine's HTML timeline of a history (meant for one job's cut): clients

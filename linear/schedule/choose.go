@@ -6,7 +6,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/generate"
 )
 
 // chooser makes a scheduled run's choices: the program, the interleaving and the faults. rapid

@@ -4,7 +4,7 @@ import (
 	"io"
 	"time"
 
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Config shapes scheduled mode. Zero fields take the defaults.

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"pgqcheck/internal/pgerr"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/internal/pgerr"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // deadlock is a statement that Postgres aborted in a deadlock (SQLSTATE 40P01) as a finding of

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"pgqcheck/model"
-	"pgqcheck/program"
-	_ "pgqcheck/program/lifecycle" // the effects' lines
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	_ "github.com/pgqcheck/pgqcheck/program/lifecycle" // the effects' lines
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // The lock-order interleaving (lockorder's) as a scheduled program: s0's effect holds the row

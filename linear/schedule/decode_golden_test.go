@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/generate"
 )
 
 var updateDecoded = flag.Bool("update-decoded", false, "rewrite testdata/decoded from the FuzzScheduled corpus")

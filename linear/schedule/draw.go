@@ -1,9 +1,9 @@
 package schedule
 
 import (
-	"pgqcheck/generate"
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // capabilities is what the queue ships beyond the contract's core: kinds that need a file it

@@ -1,6 +1,6 @@
 package schedule
 
-import "pgqcheck/program"
+import "github.com/pgqcheck/pgqcheck/program"
 
 // runDrawn runs a drawn program: its prefix one operation at a time, each to its end, then
 // the sessions' suffixes interleaved.

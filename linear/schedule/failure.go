@@ -7,14 +7,14 @@ import (
 	"strconv"
 	"strings"
 
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/linear/check"
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/record"
-	"pgqcheck/linear/report"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/linear/check"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/record"
+	"github.com/pgqcheck/pgqcheck/linear/report"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // failWith ends the run with a broken promise seen directly.

@@ -3,9 +3,9 @@ package schedule
 import (
 	"fmt"
 
-	"pgqcheck/internal/pgerr"
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/internal/pgerr"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // injectFault cancels a session's statement or ends its backend. A session idle in its

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/internal/pgerr"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/internal/pgerr"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // interleave runs the suffixes under the drawn schedule: at each step the chooser picks a

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // The tests that run statements start the shared server on first use; the others never do.

@@ -4,13 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/generate"
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // TestScheduledProxyFaults: drawn proxy faults in scheduled mode, one run per kind on the seed

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/generate"
-	"pgqcheck/linear/check"
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/linear/check"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // scripted makes the choices a test names, by label and in order; every other choice is the

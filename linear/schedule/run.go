@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/record"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sut"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/record"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // scheduledRun is one run of a scheduled program: its sessions, the world its operations

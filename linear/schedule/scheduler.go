@@ -4,16 +4,16 @@ import (
 	"context"
 	"fmt"
 
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/verdict"
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/linear/check"
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/record"
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/linear/check"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/record"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Scheduler runs scheduled programs against one installed queue: it decides which session

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"pgqcheck/model"
-	"pgqcheck/sut"
-	"pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // The labels of the choices that ShrinkInput reads: how many prefix operations, whose each

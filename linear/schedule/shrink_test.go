@@ -8,8 +8,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pgqcheck/generate"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // whole is a drawn program with all its suffixes, each a list of drawn operations (one or a

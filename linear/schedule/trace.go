@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"pgqcheck/internal/pgerr"
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/internal/pgerr"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // traceText is an operation as the trace shows it: as it prints, with the session's life when

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // BenchmarkProxyOverhead measures what the fault proxy costs when no fault is armed: the same

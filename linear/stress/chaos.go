@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/generate"
-	"pgqcheck/linear/record"
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/linear/record"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // chaos injects the faults of a stress run from one goroutine: it expires leases (mostly those

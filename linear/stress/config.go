@@ -5,11 +5,11 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/linear/check"
-	"pgqcheck/linear/history"
-	"pgqcheck/program"
-	"pgqcheck/timeline"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/linear/check"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/timeline"
 )
 
 // Config bounds a free-running stress run. Zero fields take the defaults.

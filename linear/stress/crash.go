@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/record"
-	"pgqcheck/model"
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/record"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // Crasher is a server a stress run may crash and restart: *pgserver.Server started with

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/linear/history"
-	"pgqcheck/model"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // sabotageEnv makes crashServer's restarts fail on purpose: TestLinearCrashLeavesNothing runs

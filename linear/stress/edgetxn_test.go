@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/generate"
-	"pgqcheck/model"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // TestStressEdgeTransactions: workers that keep transactions open across their timed leases'

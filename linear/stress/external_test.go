@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // TestStressExternalEffects: stress workers call a destination before each completion, now and

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/generate"
-	_ "pgqcheck/goqueues" // the Go queues, mutants with them
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/generate"
+	_ "github.com/pgqcheck/pgqcheck/goqueues" // the Go queues, mutants with them
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // TestStressLifecycle: on the lifecycle queue, stress workers fail jobs (some for good), renew

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/generate"
-	"pgqcheck/model"
-	"pgqcheck/sut"
-	"pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // TestStressProxyFaults: stress traffic whose chaos goroutine arms proxy faults often, on the

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // rescuer is the queue's rescue step run as an actor of its own, on a session of its own,

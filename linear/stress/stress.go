@@ -9,17 +9,17 @@ import (
 	"sync"
 	"time"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/faultproxy"
-	"pgqcheck/linear/check"
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/record"
-	"pgqcheck/linear/report"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/program/external"
-	"pgqcheck/program/lifecycle"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/linear/check"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/record"
+	"github.com/pgqcheck/pgqcheck/linear/report"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program/external"
+	"github.com/pgqcheck/pgqcheck/program/lifecycle"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Run runs free-running traffic against an installed queue: workers on their own

@@ -7,11 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/record"
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/record"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Throughput measures what recording costs: workers each loop enqueue, claim, complete on

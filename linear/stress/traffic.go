@@ -8,14 +8,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"pgqcheck/faultproxy"
-	"pgqcheck/generate"
-	"pgqcheck/linear/history"
-	"pgqcheck/linear/record"
-	"pgqcheck/program"
-	"pgqcheck/program/external"
-	"pgqcheck/program/lifecycle"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/generate"
+	"github.com/pgqcheck/pgqcheck/linear/history"
+	"github.com/pgqcheck/pgqcheck/linear/record"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program/external"
+	"github.com/pgqcheck/pgqcheck/program/lifecycle"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // drawKind picks a kind from weights.

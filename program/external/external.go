@@ -21,12 +21,12 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/faultproxy"
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // CallStmt calls the destination at URL with the effect of the claim (Job, Gen), the fault

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/effectdest"
-	"pgqcheck/faultproxy"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/program/external"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/faultproxy"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program/external"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Every operation reads back from the line it prints.

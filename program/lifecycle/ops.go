@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program"
 )
 
 // The formats the lifecycle's operations print with and parse from; the session an operation

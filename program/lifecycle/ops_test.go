@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/program/lifecycle"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/program/lifecycle"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // Every lifecycle operation reads back from the line it prints.

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"pgqcheck/internal/textfmt"
-	"pgqcheck/model"
-	"pgqcheck/program"
-	"pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // FailStmt reports a failure of the claim (Job, Gen), retryable or not, with an error text.

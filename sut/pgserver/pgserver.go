@@ -35,7 +35,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"pgqcheck/internal/textfmt"
+	"github.com/pgqcheck/pgqcheck/internal/textfmt"
 )
 
 // Backend names the way a Server was obtained.

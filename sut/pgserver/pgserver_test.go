@@ -21,7 +21,7 @@ import (
 	"github.com/moby/moby/client"
 	"pgregory.net/rapid"
 
-	"pgqcheck/internal/rapidrun"
+	"github.com/pgqcheck/pgqcheck/internal/rapidrun"
 )
 
 // helperEnv makes the test binary act as a helper process (see TestMain).

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"pgqcheck/internal/modroot"
-	"pgqcheck/mutant"
-	"pgqcheck/sut"
-	"pgqcheck/sut/pgserver"
+	"github.com/pgqcheck/pgqcheck/internal/modroot"
+	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // Install creates a database on the process's shared server, installs q in it and registers
@@ -86,7 +86,7 @@ func ModuleDir(tb testing.TB, rel string) string {
 }
 
 // Mutant is the mutant of the module's testdata/mutants named name. Loading the mutants needs
-// the Go queues registered (a blank import of pgqcheck/goqueues).
+// the Go queues registered (a blank import of github.com/pgqcheck/pgqcheck/goqueues).
 func Mutant(tb testing.TB, name string) *mutant.Mutant {
 	tb.Helper()
 	ms, err := mutant.Load(ModuleDir(tb, filepath.Join("testdata", "mutants")))
