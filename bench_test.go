@@ -7,7 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/internal/sequential"
 	"github.com/pgqcheck/pgqcheck/sut"
 )
 

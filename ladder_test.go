@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
-	"github.com/pgqcheck/pgqcheck/mutant"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/mutant"
 	"github.com/pgqcheck/pgqcheck/sut"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )

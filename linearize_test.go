@@ -12,22 +12,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/internal/verdict"
 
 	"pgregory.net/rapid"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
-	"github.com/pgqcheck/pgqcheck/linear/check"
-	"github.com/pgqcheck/pgqcheck/linear/history"
-	"github.com/pgqcheck/pgqcheck/linear/report"
-	"github.com/pgqcheck/pgqcheck/linear/schedule"
-	"github.com/pgqcheck/pgqcheck/linear/stress"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/linear/check"
+	"github.com/pgqcheck/pgqcheck/internal/linear/history"
+	"github.com/pgqcheck/pgqcheck/internal/linear/report"
+	"github.com/pgqcheck/pgqcheck/internal/linear/schedule"
+	"github.com/pgqcheck/pgqcheck/internal/linear/stress"
+	"github.com/pgqcheck/pgqcheck/internal/mutant"
+	"github.com/pgqcheck/pgqcheck/internal/program"
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/model"
-	"github.com/pgqcheck/pgqcheck/mutant"
-	"github.com/pgqcheck/pgqcheck/program"
 	"github.com/pgqcheck/pgqcheck/sut"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // Property 7: concurrent histories checked with porcupine (go test -run Linear).

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	_ "github.com/pgqcheck/pgqcheck/goqueues" // the Go queues and their mutants
+	_ "github.com/pgqcheck/pgqcheck/internal/goqueues" // the Go queues and their mutants
 	"github.com/pgqcheck/pgqcheck/internal/testflags"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )

@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/corpus"
+	"github.com/pgqcheck/pgqcheck/internal/corpus"
+	"github.com/pgqcheck/pgqcheck/internal/mutant"
+	"github.com/pgqcheck/pgqcheck/internal/program"
+	"github.com/pgqcheck/pgqcheck/internal/sequential"
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/internal/testflags"
+	"github.com/pgqcheck/pgqcheck/internal/verdict"
 	"github.com/pgqcheck/pgqcheck/model"
-	"github.com/pgqcheck/pgqcheck/mutant"
-	"github.com/pgqcheck/pgqcheck/program"
-	"github.com/pgqcheck/pgqcheck/sequential"
 	"github.com/pgqcheck/pgqcheck/sut"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
-	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // propMutants are the mutants a Prop state machine must catch: Prop's, and PropLeaseTime's,

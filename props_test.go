@@ -8,17 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/verdict"
+	"github.com/pgqcheck/pgqcheck/internal/verdict"
 
 	"pgregory.net/rapid"
 
-	"github.com/pgqcheck/pgqcheck/corpus"
+	"github.com/pgqcheck/pgqcheck/internal/corpus"
+	"github.com/pgqcheck/pgqcheck/internal/program"
+	"github.com/pgqcheck/pgqcheck/internal/sequential"
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/internal/testflags"
 	"github.com/pgqcheck/pgqcheck/model"
-	"github.com/pgqcheck/pgqcheck/program"
-	"github.com/pgqcheck/pgqcheck/sequential"
 	"github.com/pgqcheck/pgqcheck/sut"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 var reduceFor = flag.Duration("pgqcheck.reduce", 20*time.Second, "how long a failure's program may be reduced after rapid's shrinking")

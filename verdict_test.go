@@ -13,12 +13,12 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/pgqcheck/pgqcheck/internal/program"
 	"github.com/pgqcheck/pgqcheck/internal/rapidrun"
+	"github.com/pgqcheck/pgqcheck/internal/verdict"
 	"github.com/pgqcheck/pgqcheck/model"
-	"github.com/pgqcheck/pgqcheck/program"
 	"github.com/pgqcheck/pgqcheck/sut"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"
-	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // A failing verdict is read from the top: each failing test prints its broken property, its

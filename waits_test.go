@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgqcheck/pgqcheck/corpus"
+	"github.com/pgqcheck/pgqcheck/internal/corpus"
+	"github.com/pgqcheck/pgqcheck/internal/program"
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/model"
-	"github.com/pgqcheck/pgqcheck/program"
 	"github.com/pgqcheck/pgqcheck/sut"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // TestWaitRuleSameInEveryMode: a statement that takes jobs (a claim, a rescue) must skip the

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pgqcheck/pgqcheck/linear/schedule"
+	"github.com/pgqcheck/pgqcheck/internal/linear/schedule"
 	"github.com/pgqcheck/pgqcheck/model"
 )
 

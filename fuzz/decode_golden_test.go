@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/pgqcheck/pgqcheck/fuzz"
-	"github.com/pgqcheck/pgqcheck/program"
+	"github.com/pgqcheck/pgqcheck/internal/program"
 	"github.com/pgqcheck/pgqcheck/sut"
 )
 

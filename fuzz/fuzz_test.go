@@ -14,16 +14,16 @@ import (
 	"testing"
 
 	"github.com/pgqcheck/pgqcheck/fuzz"
-	_ "github.com/pgqcheck/pgqcheck/goqueues" // the Go queues and their mutants
+	_ "github.com/pgqcheck/pgqcheck/internal/goqueues" // the Go queues and their mutants
+	"github.com/pgqcheck/pgqcheck/internal/linear/schedule"
+	"github.com/pgqcheck/pgqcheck/internal/mutant"
+	"github.com/pgqcheck/pgqcheck/internal/program"
+	"github.com/pgqcheck/pgqcheck/internal/sequential"
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/internal/testflags"
-	"github.com/pgqcheck/pgqcheck/linear/schedule"
 	"github.com/pgqcheck/pgqcheck/model"
-	"github.com/pgqcheck/pgqcheck/mutant"
-	"github.com/pgqcheck/pgqcheck/program"
-	"github.com/pgqcheck/pgqcheck/sequential"
 	"github.com/pgqcheck/pgqcheck/sut"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // Closing the shared server drops every database this process created, the fuzz targets' too.

@@ -24,9 +24,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/pgqcheck/pgqcheck/generate"
-	"github.com/pgqcheck/pgqcheck/program"
-	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/internal/generate"
+	"github.com/pgqcheck/pgqcheck/internal/program"
+	"github.com/pgqcheck/pgqcheck/internal/sequential"
 )
 
 // Sessions in a fuzzed program: as many as the Prop suite has, so a case found by either reads

@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/pgqcheck/pgqcheck/fuzz"
+	"github.com/pgqcheck/pgqcheck/internal/linear/schedule"
+	"github.com/pgqcheck/pgqcheck/internal/mutant"
+	"github.com/pgqcheck/pgqcheck/internal/program"
+	"github.com/pgqcheck/pgqcheck/internal/sequential"
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/internal/testflags"
-	"github.com/pgqcheck/pgqcheck/linear/schedule"
-	"github.com/pgqcheck/pgqcheck/mutant"
-	"github.com/pgqcheck/pgqcheck/program"
-	"github.com/pgqcheck/pgqcheck/sequential"
+	"github.com/pgqcheck/pgqcheck/internal/verdict"
 	"github.com/pgqcheck/pgqcheck/sut"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
-	"github.com/pgqcheck/pgqcheck/verdict"
 )
 
 // FuzzScheduled runs scheduled mode with its choices read from the input, one byte a choice:

@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/model"
 	"github.com/pgqcheck/pgqcheck/sut"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // sqlInGo is a queue written in Go that runs a folder's own statements (a folder of integer ids

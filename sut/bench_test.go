@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/sut"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // BenchmarkReset measures emptying the queue between property runs, after a run's worth of rows

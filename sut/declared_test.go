@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/pgqcheck/pgqcheck/goqueues" // the Go queues register themselves when linked
+	_ "github.com/pgqcheck/pgqcheck/internal/goqueues" // the Go queues register themselves when linked
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/model"
 	"github.com/pgqcheck/pgqcheck/sut"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // form is what a queue must declare: everything the model and the modes read of it.

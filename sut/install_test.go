@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/sut"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m)) }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/model"
 	"github.com/pgqcheck/pgqcheck/sut"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
 )
 
 // copyLifecycle writes the built-in lifecycle queue into a temp folder, with edits applied (an

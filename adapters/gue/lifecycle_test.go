@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/vgarvardt/gue/v5"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
 	"github.com/pgqcheck/pgqcheck/model"
 	"github.com/pgqcheck/pgqcheck/sut"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
 	"github.com/pgqcheck/pgqcheck/model"
 	"github.com/pgqcheck/pgqcheck/sut"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/pgqcheck/pgqcheck/adapters/judge"
-	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
 	"github.com/pgqcheck/pgqcheck/model"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )

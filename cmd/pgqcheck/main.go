@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
-	_ "github.com/pgqcheck/pgqcheck/goqueues" // the Go queues and their mutants
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
+	_ "github.com/pgqcheck/pgqcheck/internal/goqueues" // the Go queues and their mutants
 	"github.com/pgqcheck/pgqcheck/internal/textfmt"
 	"github.com/pgqcheck/pgqcheck/sut"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
-	"github.com/pgqcheck/pgqcheck/sut/suttest"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 )
 
 // The command's own tests: flags, exit statuses, one-line errors, and one end-to-end run. What

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/matrix"
 	"github.com/pgqcheck/pgqcheck/internal/modroot"
-	"github.com/pgqcheck/pgqcheck/matrix"
 )
 
 const matrixDetails = `For each server (--servers: docker images, or "local" for this machine's binaries), in turn:

@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
 	"github.com/pgqcheck/pgqcheck/internal/textfmt"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
 )
 
 const reportDetails = `pgqcheck run writes a JSON report and its summary (.txt) into its --report folder.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
-	"github.com/pgqcheck/pgqcheck/effectdest"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/effectdest"
 )
 
 const runDetails = `A campaign: every worker gets a database of its own and runs rounds until the duration is up, a

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pgqcheck/pgqcheck/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/campaign"
+	"github.com/pgqcheck/pgqcheck/internal/walkthrough"
 	"github.com/pgqcheck/pgqcheck/sut"
-	"github.com/pgqcheck/pgqcheck/walkthrough"
 )
 
 // defaultEvidence is where the walkthrough's evidence goes unless -o says otherwise.
