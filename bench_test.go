@@ -7,7 +7,10 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/pgqcheck/pgqcheck/internal/program"
 	"github.com/pgqcheck/pgqcheck/internal/sequential"
+	"github.com/pgqcheck/pgqcheck/internal/suite"
+	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/sut"
 )
 
@@ -15,7 +18,11 @@ import (
 // followed by the snapshot comparison, resets included.
 func BenchmarkPropSteps(b *testing.B) {
 	ctx := context.Background()
-	env := newEnv(b, sut.MustBuiltin(sut.DefaultQueue))
+	env, err := sequential.NewEnv(ctx, suttest.Install(b, sut.MustBuiltin(sut.DefaultQueue)), program.Workers, program.Lockers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close()
 	steps := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -36,14 +43,13 @@ func BenchmarkMutantCatch(b *testing.B) {
 		// PropLeaseTime's mutants are searched for with real time, as that property does.
 		realTime := m.Expects("PropLeaseTime")
 		b.Run(m.Name, func(b *testing.B) {
-			env := newEnv(b, m.Queue)
 			checks := 0
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				f, err := sequential.Search(context.Background(), env, b.Name(), realTime, 20*time.Second)
-				if err != nil || f == nil {
-					b.Fatalf("mutant survived: %s (%v)", m.Bug, err)
+				f := suite.Find(b, m.Queue, suites(), realTime)
+				if f == nil {
+					b.Fatalf("mutant survived: %s", m.Bug)
 				}
 				checks += f.Checks
 				b.ReportMetric(time.Since(start).Seconds(), "s/catch")

@@ -16,6 +16,6 @@ func TestMain(m *testing.M) {
 	// under a second, so rapid gets 10 s unless the command line chose otherwise.
 	testflags.Defaults(map[string]string{"rapid.shrinktime": "10s", "test.parallel": testflags.WaitingParallel()})
 	code := pgserver.Main(m)
-	board.print(os.Stdout)
+	board.Print(os.Stdout)
 	os.Exit(code)
 }

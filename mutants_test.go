@@ -3,17 +3,15 @@ package pgqcheck_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgqcheck/pgqcheck/internal/corpus"
 	"github.com/pgqcheck/pgqcheck/internal/mutant"
 	"github.com/pgqcheck/pgqcheck/internal/program"
-	"github.com/pgqcheck/pgqcheck/internal/sequential"
+	"github.com/pgqcheck/pgqcheck/internal/suite"
 	"github.com/pgqcheck/pgqcheck/internal/suttest"
 	"github.com/pgqcheck/pgqcheck/internal/testflags"
 	"github.com/pgqcheck/pgqcheck/internal/verdict"
@@ -61,13 +59,9 @@ func TestMutantPrograms(t *testing.T) {
 			continue
 		}
 		t.Run(m.Name, func(t *testing.T) {
-			env := newEnv(t, m.Queue)
 			start := time.Now()
-			f, err := sequential.Search(context.Background(), env, t.Name(), realTime, *reduceFor)
-			switch {
-			case err != nil:
-				t.Fatal(err)
-			case f == nil:
+			f := suite.Find(t, m.Queue, suites(), realTime)
+			if f == nil {
 				t.Fatalf("mutant survived: %s", m.Bug)
 			}
 			t.Logf("caught in %v by %d operations: %s", time.Since(start).Round(time.Millisecond), len(f.Program.Ops), f.Verdict())
@@ -112,7 +106,7 @@ func TestPropPrograms(t *testing.T) {
 	for _, q := range suttest.Queues(t) {
 		t.Run(q.Name, func(t *testing.T) {
 			t.Parallel()
-			judgeCorpus(t, q, cases)
+			suite.Programs(t, q, suites(), cases)
 		})
 	}
 	t.Run("mutants", func(t *testing.T) {
@@ -173,29 +167,6 @@ func landedAsAimed(ls []program.Landing) bool {
 	return true
 }
 
-// judgeCorpus requires every case to hold on q.
-func judgeCorpus(t *testing.T, q *sut.Queue, cases []*corpus.Case) {
-	t.Helper()
-	// A failing scheduled case's report stays in the temporary folder for the reader.
-	r := &corpus.Replayer{In: suttest.Install(t, q)}
-	defer r.Close()
-	var failing []string
-	for _, c := range cases {
-		f, err := r.Replay(context.Background(), c.Program)
-		switch {
-		case err != nil:
-			t.Fatalf("%s: %v", c.Path, err)
-		case f != nil:
-			// The program is in its file: one line a case keeps a long corpus readable.
-			failing = append(failing, fmt.Sprintf("%s (%d operations): %s", c.Path, len(c.Program.Ops), f.Verdict()))
-			board.found(t, q, f, c.Path)
-		}
-	}
-	if len(failing) > 0 {
-		t.Errorf("%d saved programs fail on %s (pgqcheck replay FILE shows one):\n  %s", len(failing), q.Source, strings.Join(failing, "\n  "))
-	}
-}
-
 func replayOn(t *testing.T, q *sut.Queue, c *corpus.Case) *verdict.Finding {
 	t.Helper()
 	r := &corpus.Replayer{In: suttest.Install(t, q), ReportDir: t.TempDir()}
@@ -215,11 +186,9 @@ func TestCorpusJudgesTheQueueUnderTest(t *testing.T) {
 	buggy := suttest.Mutant(t, "complete-ignores-generation").Queue
 	// The mutant's failure is expected: it is no regression to keep as a fail file.
 	defer testflags.Force(t, "rapid.nofailfile", "true")()
-	ctx := context.Background()
-	env := newEnv(t, buggy)
-	f, err := sequential.Search(ctx, env, t.Name(), false, *reduceFor)
-	if err != nil || f == nil {
-		t.Fatalf("the search did not catch the mutant: %v", err)
+	f := suite.Find(t, buggy, suites(), false)
+	if f == nil {
+		t.Fatal("the search did not catch the mutant")
 	}
 	root := t.TempDir()
 	path, _, err := corpus.Save(root, f, t.Name())

@@ -154,7 +154,7 @@ func (h *seqHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
 		checks = roundChecks / 5 // a run pauses about half a second in all
 	}
 	// The first thing the queue is seen doing that it does not promise is kept once, reduced.
-	h.e.NotPromised = func(p model.Property, reduce func() *verdict.Finding) {
+	h.e.NotPromised = func(p model.Property, _ int, reduce func() *verdict.Finding) {
 		if !h.w.Tally.hasNotPromised(p) {
 			at := time.Now() // found now; reducing it is not finding it
 			np := reduce()

@@ -42,6 +42,17 @@ func trimExt(s string) string { return s[:len(s)-len(filepath.Ext(s))] }
 // Load reads every program under root's corpus folders, sorted by path.
 func Load(root string) ([]*Case, error) {
 	files, _ := filepath.Glob(filepath.Join(root, Dir, "*", "*.ops"))
+	return read(files)
+}
+
+// LoadFolder reads every program of one folder (a user's corpus, as pgqcheck.Judge keeps it),
+// sorted by path; a folder that does not exist yet holds none.
+func LoadFolder(dir string) ([]*Case, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.ops"))
+	return read(files)
+}
+
+func read(files []string) ([]*Case, error) {
 	sort.Strings(files)
 	var out []*Case
 	for _, f := range files {
@@ -138,6 +149,11 @@ func (r *Replayer) Close() {
 // it, with a header saying where and when it was found. A program already there is not saved
 // twice: fresh is false and path is the existing file.
 func Save(root string, f *verdict.Finding, foundBy string) (path string, fresh bool, err error) {
+	return SaveIn(filepath.Join(root, program.FoundDir), f, foundBy)
+}
+
+// SaveIn is Save into the folder dir itself.
+func SaveIn(dir string, f *verdict.Finding, foundBy string) (path string, fresh bool, err error) {
 	p := &program.Program{Header: map[string]string{}, Ops: f.Program.Ops}
 	for k, v := range f.Program.Header {
 		p.Header[k] = v
@@ -147,7 +163,6 @@ func Save(root string, f *verdict.Finding, foundBy string) (path string, fresh b
 	p.Header[program.HeaderQueue] = f.Source
 	p.Header["found by"] = foundBy
 	p.Header["found"] = time.Now().UTC().Format(time.RFC3339)
-	dir := filepath.Join(root, Dir, "found")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", false, err
 	}

@@ -8,6 +8,7 @@ package hunt
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,6 +52,23 @@ type Settings struct {
 	ShrinkTime time.Duration
 }
 
+// FlagSettings are the search settings rapid's flags give (-rapid.seed, -rapid.checks,
+// -rapid.shrinktime), read while no search holds them changed.
+func FlagSettings() Settings {
+	rapidMu.Lock()
+	defer rapidMu.Unlock()
+	value := func(name, def string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return def
+	}
+	seed, _ := strconv.ParseUint(value("rapid.seed", "0"), 10, 64)
+	checks, _ := strconv.Atoi(value("rapid.checks", "100"))
+	shrink, _ := time.ParseDuration(value("rapid.shrinktime", "30s"))
+	return Settings{Seed: seed, Checks: checks, ShrinkTime: shrink}
+}
+
 // setRapid sets one of rapid's flags, which rapid registers when it is linked in.
 func setRapid(name, value string) (restore func()) {
 	restore, err := testflags.Set(name, value)
@@ -67,6 +85,8 @@ type Stats struct {
 	Checks       int           // property runs until the first failure (all of them when it held)
 	FirstFailure time.Duration // from the search's start to the end of the first failing run
 	Elapsed      time.Duration
+	// Output is what rapid reported: each failing run, its draws, the replays of its shrunk case.
+	Output string
 }
 
 // Counter is told what a search runs while it runs, for a campaign's progress line.
@@ -78,6 +98,16 @@ type Counter interface {
 	ShrinkRun()                 // a property run spent minimising a failure
 	Shrinking(delta int)        // a search started (+1) or stopped (-1) minimising a failure
 }
+
+// Sum is a Counter that keeps only the sum of what its searches exercised.
+type Sum struct{ program.Counts }
+
+func (s *Sum) AddChecks(int64)            {}
+func (s *Sum) AddHistories(int64)         {}
+func (s *Sum) AddOps(int64)               {}
+func (s *Sum) AddCounts(c program.Counts) { s.Add(c) }
+func (s *Sum) ShrinkRun()                 {}
+func (s *Sum) Shrinking(int)              {}
 
 // checkRapid runs prop under rapid with settings rs, outside `go test`, and counts property
 // runs, the first failing run and shrink runs itself (into st and tally), not from rapid's
@@ -137,6 +167,7 @@ func checkRapid(name string, rs Settings, tally Counter, prop func(t *rapid.T, f
 		tally.Shrinking(-1)
 	}
 	st.Elapsed = time.Since(start)
+	st.Output = out
 	st.Failed = fail
 	st.Flaky = fail && lastOK
 	return out, st
@@ -156,9 +187,12 @@ type Sequential struct {
 	// TestPropLeaseTime does.
 	RealTime bool
 	// NotPromised, when set, is offered what the queue did that it does not promise, once for
-	// each property a search saw: reduce makes its finding from the first of them that shows
-	// again when replayed, at a cost the caller may decline.
-	NotPromised func(p model.Property, reduce func() *verdict.Finding)
+	// each property a search saw, with how many times it saw it: reduce makes its finding from
+	// the first of them that shows again when replayed, at a cost the caller may decline.
+	NotPromised func(p model.Property, seen int, reduce func() *verdict.Finding)
+	// OnFailure, when set, is given the first failing run as it ran, before rapid shrinks it:
+	// a caller can keep it at once, so that a failure is never lost to a timeout while shrinking.
+	OnFailure func(unreduced *verdict.Finding)
 
 	env  *sequential.Env
 	dest *effectdest.Dest // where workers call with external effects (nil: nowhere)
@@ -182,6 +216,9 @@ func NewSequential(ctx context.Context, in *sut.Installed) (*Sequential, error) 
 // CatchOnly keeps a failure's program as rapid left it: the kill table only needs the catch,
 // and reducing a program with real pauses costs seconds per mutant.
 func (e *Sequential) CatchOnly() { e.reduce = verdict.NoReduction }
+
+// ReduceFor bounds the reduction of a failure's program after rapid's shrinking (30 s unless set).
+func (e *Sequential) ReduceFor(d time.Duration) { e.reduce = d }
 
 func (e *Sequential) Close() {
 	e.replay.Close()
@@ -213,6 +250,7 @@ func (e *Sequential) Reset(ctx context.Context) error { return e.env.Reset(ctx) 
 func (e *Sequential) Search(ctx context.Context, rs Settings, tally Counter) (*verdict.Finding, Stats, error) {
 	env := e.env
 	search := sequential.NewSeqSearch(env, e.RealTime)
+	search.OnFailure = e.OnFailure
 	_, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
 		search.Run(ctx, t, func(action func(*rapid.T)) func(*rapid.T) {
 			return func(t *rapid.T) {
@@ -232,7 +270,7 @@ func (e *Sequential) Search(ctx context.Context, rs Settings, tally Counter) (*v
 		seen := env.NotPromised
 		for _, f := range firstOfEach(seen) {
 			ofIt := slices.DeleteFunc(slices.Clone(seen), func(g *verdict.Finding) bool { return g.Property() != f.Property() })
-			e.NotPromised(f.Property(), func() *verdict.Finding {
+			e.NotPromised(f.Property(), len(ofIt), func() *verdict.Finding {
 				return sequential.ReduceNotPromised(ctx, env, ofIt, e.reduce)
 			})
 		}
@@ -266,6 +304,12 @@ func (e *Sequential) Replay(ctx context.Context, p *program.Program) (*verdict.F
 // Scheduled is scheduled mode on one installed queue: rapid draws a sequential prefix, two or
 // three concurrent suffixes and the interleaving, so a failure replays and shrinks.
 type Scheduled struct {
+	// OnFailure, when set, is given the first failing run's finding before rapid shrinks it.
+	OnFailure func(unreduced *verdict.Finding)
+	// Reduce bounds the reduction of a failure's program when Search reduces it (rapid's
+	// shrink time unless set).
+	Reduce time.Duration
+
 	s    *schedule.Scheduler
 	in   *sut.Installed
 	cfg  schedule.Config
@@ -286,13 +330,19 @@ func (e *Scheduled) Close() { e.s.Close() }
 // finding whose program replays it.
 func (e *Scheduled) Search(ctx context.Context, rs Settings, tally Counter, shrink bool) (*verdict.Finding, Stats, error) {
 	out, st := checkRapid(e.name, rs, tally, func(t *rapid.T, failed func() bool) {
+		returned := false
 		defer func() {
-			if !failed() { // shrinking runs repeat what was counted
+			switch {
+			case failed(): // shrinking runs repeat what was counted
+			case returned:
 				tally.AddOps(e.s.Counts.Ops)
 				tally.AddCounts(e.s.Counts)
+			case e.OnFailure != nil && e.s.Last() != nil:
+				e.OnFailure(e.s.Last())
 			}
 		}()
 		e.s.Property(t)
+		returned = true
 	})
 	tally.AddHistories(int64(st.Checks))
 	if !st.Failed {
@@ -303,7 +353,11 @@ func (e *Scheduled) Search(ctx context.Context, rs Settings, tally Counter, shri
 		return nil, st, fmt.Errorf("a scheduled run failed without breaking a property: %s", textfmt.OneLine(out))
 	}
 	if shrink {
-		f = schedule.Reduce(ctx, e.in, e.cfg, f, rs.ShrinkTime)
+		budget := rs.ShrinkTime
+		if e.Reduce > 0 {
+			budget = e.Reduce
+		}
+		f = schedule.Reduce(ctx, e.in, e.cfg, f, budget)
 	}
 	f.Checks = st.Checks
 	f.Flaky = st.Flaky

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgqcheck/pgqcheck/internal/effectdest"
+	"github.com/pgqcheck/pgqcheck/internal/hunt"
 	"github.com/pgqcheck/pgqcheck/internal/program"
 	_ "github.com/pgqcheck/pgqcheck/internal/program/external" // the external effects' lines
 	"github.com/pgqcheck/pgqcheck/internal/sequential"
@@ -99,31 +100,45 @@ func TestPropExternalEffects(t *testing.T) {
 	for _, mode := range effectdest.Modes {
 		t.Run(string(mode), func(t *testing.T) {
 			ctx := context.Background()
-			e, _ := destEnv(t, mode)
-			f, err := sequential.Search(ctx, e, t.Name(), false, 10*time.Second)
+			search, err := hunt.NewSequential(ctx, suttest.Install(t, sut.MustBuiltin("seed")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer search.Close()
+			if err := search.UseDest(mode); err != nil {
+				t.Fatal(err)
+			}
+			search.ReduceFor(10 * time.Second)
+			seen, reduced := 0, (*verdict.Finding)(nil)
+			search.NotPromised = func(p model.Property, n int, reduce func() *verdict.Finding) {
+				seen += n
+				if reduced == nil {
+					reduced = reduce()
+				}
+			}
+			var c hunt.Sum
+			f, _, err := search.Search(ctx, hunt.FlagSettings(), &c)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if f != nil {
 				t.Fatalf("a destination in %s mode failed the property:\n%s", mode, f)
 			}
-			c := e.Counts
-			t.Logf("%s: %d calls, %d retried after a lost reply, %d duplicates, %d findings not promised; %s", mode, c.Calls, c.Retries, c.Duplicates, len(e.NotPromised), c)
+			t.Logf("%s: %d calls, %d retried after a lost reply, %d duplicates, %d findings not promised; %s", mode, c.Calls, c.Retries, c.Duplicates, seen, c.Counts)
 			if c.Calls == 0 || c.Retries == 0 {
 				t.Fatalf("no call of the destination, or none retried, in a whole search")
 			}
 			if !mode.Fences() {
-				if c.Duplicates == 0 || len(e.NotPromised) == 0 {
+				if c.Duplicates == 0 || reduced == nil {
 					t.Fatal("a destination that applies every call saw no duplicate in a whole search")
 				}
-				r := sequential.ReduceNotPromised(ctx, e, e.NotPromised, 10*time.Second)
-				t.Logf("the first duplicate, reduced:\n%s", r)
+				t.Logf("the first duplicate, reduced:\n%s", reduced)
 				// The reducer removes whole operations: a call of an older token keeps the claims
 				// that made it older.
-				if r.Property() != model.PExternal || len(r.Program.Ops) > 8 {
-					t.Errorf("the duplicate reduced to %d operations (%v); a reclaim's second call needs at most 8", len(r.Program.Ops), r.Property())
+				if reduced.Property() != model.PExternal || len(reduced.Program.Ops) > 8 {
+					t.Errorf("the duplicate reduced to %d operations (%v); a reclaim's second call needs at most 8", len(reduced.Program.Ops), reduced.Property())
 				}
-			} else if c.Duplicates != 0 || len(e.NotPromised) != 0 {
+			} else if c.Duplicates != 0 || seen != 0 {
 				t.Errorf("a fencing destination counted %d duplicates", c.Duplicates)
 			}
 		})

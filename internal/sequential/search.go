@@ -3,7 +3,6 @@ package sequential
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/pgqcheck/pgqcheck/internal/verdict"
@@ -11,8 +10,6 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/pgqcheck/pgqcheck/internal/program"
-	"github.com/pgqcheck/pgqcheck/internal/rapidrun"
-	"github.com/pgqcheck/pgqcheck/internal/textfmt"
 	"github.com/pgqcheck/pgqcheck/model"
 )
 
@@ -39,25 +36,13 @@ func FindingOf(ctx context.Context, env *Env, budget time.Duration) *verdict.Fin
 	return f
 }
 
-// Search runs the Prop property on env outside `go test` (the mutants' tests), with rapid's
-// usual checks and shrinking, then reduces the failure within reduce. It returns nil when every
-// check passed, an error when the harness rather than the queue failed.
-func Search(ctx context.Context, env *Env, name string, realTime bool, reduce time.Duration) (*verdict.Finding, error) {
-	s := NewSeqSearch(env, realTime)
-	out, failed := rapidrun.Check(name, func(t *rapid.T) { s.Run(ctx, t, nil) })
-	if !failed {
-		return nil, nil
-	}
-	if f := s.Finding(ctx, reduce); f != nil {
-		return f, nil
-	}
-	return nil, fmt.Errorf("harness: %s", textfmt.OneLine(out))
-}
-
 // SeqSearch is one search of the Prop state machine on an Env under rapid: the property rapid
 // checks, run after run, and what it kept of the first run that failed, for when rapid's replay
 // of its shrunk case does not fail again.
 type SeqSearch struct {
+	// OnFailure, when set, is given the first failing run as it ran, before rapid shrinks it.
+	OnFailure func(unreduced *verdict.Finding)
+
 	env      *Env
 	realTime bool
 	runs     int
@@ -80,6 +65,9 @@ func (s *SeqSearch) Run(ctx context.Context, t *rapid.T, wrap func(action func(*
 	defer func() {
 		if !completed && s.failedAt == 0 {
 			s.failedAt, s.firstOps, s.first = s.runs, s.env.Executed(), Unreduced(s.env)
+			if s.OnFailure != nil && s.first != nil {
+				s.OnFailure(s.first)
+			}
 		}
 	}()
 	BeginRun(ctx, t, s.env)
