@@ -119,6 +119,14 @@ func Register(d GoDef) {
 	goDefs[d.Name] = d
 }
 
+// Definition returns the GoDef registered under name.
+func Definition(name string) (GoDef, bool) {
+	goMu.Lock()
+	defer goMu.Unlock()
+	d, ok := goDefs[name]
+	return d, ok
+}
+
 // Registered returns the Go queue registered under name.
 func Registered(name string) (*Queue, bool) {
 	goMu.Lock()
@@ -130,7 +138,10 @@ func Registered(name string) (*Queue, bool) {
 	return d.queue(), true
 }
 
-// queue is the Go queue d defines, its declaration completed from what its GoQueue implements.
+// Queue is the Go queue d defines, as the suite judges it: its declaration completed from what
+// its GoQueue implements (GoLocker, GoRescuer, GoFailer and the rest).
+func (d GoDef) Queue() *Queue { return d.queue() }
+
 func (d GoDef) queue() *Queue {
 	q := &Queue{Name: d.Name, Source: goSource + d.Name, Declared: d.Declared,
 		open: func(q *Queue) backend { return &goBackend{q: q, g: d.New()} }}

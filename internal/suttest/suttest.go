@@ -19,7 +19,17 @@ import (
 // with the harness's one-line explanation.
 func Install(tb testing.TB, q *sut.Queue) *sut.Installed {
 	tb.Helper()
-	in, db := install(tb, "pgqcheck_", q)
+	srv, err := pgserver.Shared(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return InstallOn(tb, srv, q)
+}
+
+// InstallOn is Install on the server srv.
+func InstallOn(tb testing.TB, srv *pgserver.Server, q *sut.Queue) *sut.Installed {
+	tb.Helper()
+	in, db := installOn(tb, srv, "pgqcheck_", q)
 	tb.Cleanup(func() {
 		in.Close()
 		if err := db.Drop(context.Background()); err != nil {
@@ -39,11 +49,16 @@ func InstallForProcess(tb testing.TB, prefix string, q *sut.Queue) *sut.Installe
 
 func install(tb testing.TB, prefix string, q *sut.Queue) (*sut.Installed, *pgserver.Database) {
 	tb.Helper()
-	ctx := context.Background()
-	srv, err := pgserver.Shared(ctx)
+	srv, err := pgserver.Shared(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return installOn(tb, srv, prefix, q)
+}
+
+func installOn(tb testing.TB, srv *pgserver.Server, prefix string, q *sut.Queue) (*sut.Installed, *pgserver.Database) {
+	tb.Helper()
+	ctx := context.Background()
 	db, err := srv.CreateDatabase(ctx, prefix+q.Name)
 	if err != nil {
 		tb.Fatal(err)

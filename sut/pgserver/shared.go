@@ -129,17 +129,23 @@ func Shared(ctx context.Context) (*Server, error) {
 // returns the exit code: os.Exit(pgserver.Main(m)).
 func Main(m interface{ Run() int }) int {
 	code := m.Run()
+	if err := CloseShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// CloseShared closes the shared server if it was started; the next Shared starts another.
+func CloseShared() error {
 	shared.mu.Lock()
 	s := shared.srv
 	shared.srv, shared.err = nil, nil
 	shared.mu.Unlock()
-	if s != nil {
-		if err := s.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			if code == 0 {
-				code = 1
-			}
-		}
+	if s == nil {
+		return nil
 	}
-	return code
+	return s.Close()
 }
