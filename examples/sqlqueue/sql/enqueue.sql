@@ -1,0 +1,1 @@
+INSERT INTO email_jobs (message) VALUES ($1) RETURNING id
