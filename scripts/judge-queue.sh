@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Judges a queue folder on PostgreSQL 18.6, for a CI job to call:
+# Judges a queue folder, for a CI job (and the GitHub Action, action.yml) to call:
 #
 #   bash scripts/judge-queue.sh QUEUE_DIR REPORT_DIR
 #
 # QUEUE_DIR holds the queue's SQL files (the contract: docs/contract.md).
-# Against a container of PostgreSQL 18.6 (the docker backend) it runs:
+# It runs:
 #   1. go test -count=1 -run "$JUDGE_TESTS" .   (default 'Prop|Linear'; empty: skip)
 #      with PGQCHECK_SQL_DIR=QUEUE_DIR;
 #   2. pgqcheck run --sql-dir QUEUE_DIR --duration "$JUDGE_DURATION" (default 2m;
@@ -18,7 +18,10 @@
 #   found/         the cases saved under testdata/ for plain go test to replay (commit them)
 # Exit status: 0 every property held, 1 a violation, 2 a usage or environment error.
 #
-# The image: $PGQCHECK_IMAGE if set; else postgres:18.6 or pgqcheck/postgres:18.6,
+# Postgres: PGQCHECK_PG, docker by default. PGQCHECK_PG=local runs the machine's own
+# binaries (the first initdb on PATH; the Action puts the version asked for there with
+# scripts/install-postgres.sh). On docker, the image is $PGQCHECK_IMAGE if set; else
+# postgres:18.6 or pgqcheck/postgres:18.6,
 # whichever is present; else `docker pull postgres:18.6` (at most
 # $JUDGE_PULL_TIMEOUT s, default 300); else, as root on Debian, it is built
 # from Debian's archive (scripts/build-pg-image.sh --from-debian 18.6).
