@@ -72,6 +72,9 @@ type Proxy struct {
 	wg    sync.WaitGroup
 	done  chan struct{}
 	once  sync.Once
+	// target is where a proxy started by Listen relays what it accepts (nil: one started by
+	// New, whose connections Dial opens).
+	target *target
 }
 
 // New starts a proxy listening on an ephemeral loopback port.
