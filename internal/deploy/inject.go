@@ -1,0 +1,86 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// inject plays the schedule from start: each fault at its time, its end (a stalled worker
+// resumed, a killed one replaced, a cut healed, the server back) in a goroutine of its own,
+// which r.faults counts. It returns once every fault is injected, or ctx ends.
+func (r *run) inject(ctx context.Context, start time.Time) {
+	for _, f := range r.res.Schedule {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start.Add(f.At))):
+		}
+		r.faults.Add(1)
+		go func() {
+			defer r.faults.Done()
+			if err := r.one(ctx, f); err != nil {
+				r.mu.Lock()
+				if r.failed == nil {
+					r.failed = err
+				}
+				r.mu.Unlock()
+			}
+		}()
+	}
+}
+
+// wait sleeps d, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// one injects fault f and ends it.
+func (r *run) one(ctx context.Context, f Fault) error {
+	if f.Kind == Restart {
+		at := r.dbNow()
+		if err := r.cfg.Crash.Crash(ctx); err != nil {
+			return fmt.Errorf("pgqcheck: fault %s: %v", f, err)
+		}
+		err := r.cfg.Crash.Restart(context.WithoutCancel(ctx))
+		r.record(Restart, "", at, r.dbNow())
+		if err != nil {
+			return fmt.Errorf("pgqcheck: fault %s: %v", f, err)
+		}
+		return nil
+	}
+	s := r.slots[f.Worker-1]
+	r.mu.Lock()
+	l := s.cur
+	r.mu.Unlock()
+	at := r.dbNow()
+	switch f.Kind {
+	case Stall:
+		if l.proc.stall() != nil {
+			return nil // it has exited: nothing to stall
+		}
+		wait(ctx, f.For)
+		_ = l.proc.resume()
+	case Kill:
+		l.proc.kill()
+		wait(ctx, f.For)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := r.startWorker(s); err != nil {
+			return err
+		}
+	case Cut:
+		s.proxy.Partition(f.For)
+		wait(ctx, f.For)
+	}
+	until := r.dbNow()
+	if f.Kind == Kill {
+		until = 0
+	}
+	r.record(f.Kind, l.label, at, until)
+	return nil
+}

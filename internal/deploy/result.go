@@ -1,0 +1,203 @@
+package deploy
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pgqcheck/pgqcheck/internal/deploy/observed"
+	"github.com/pgqcheck/pgqcheck/internal/linear/check"
+	"github.com/pgqcheck/pgqcheck/internal/linear/history"
+	"github.com/pgqcheck/pgqcheck/internal/linear/report"
+	"github.com/pgqcheck/pgqcheck/internal/verdict"
+	"github.com/pgqcheck/pgqcheck/model"
+)
+
+// checkTimeout bounds the linearizability check of a run's history.
+const checkTimeout = 2 * time.Minute
+
+// judge builds the history of everything the run's processes reported and checks it.
+func (r *run) judge() error {
+	if err := r.collect(); err != nil {
+		return err
+	}
+	t := r.cfg.Target
+	h := r.b.History(t.Source, t.Shape)
+	v := check.Check(h, checkTimeout)
+	done := map[int64]bool{}
+	for _, o := range h.Ops {
+		if o.Input.Kind == model.OpObserve && o.Session == "snapshot" && o.Output.State == model.Done {
+			done[o.Input.Job] = true
+		}
+	}
+	ov := r.b.Check(t.Shape, t.Horizon, done)
+	if v.Accounting != nil {
+		r.res.Enqueued = v.Accounting.Enqueued
+		for _, id := range v.Accounting.Lost {
+			ov.LastSeen[id] = r.b.Where(id)
+		}
+	}
+	r.res.History, r.res.Verdict, r.res.Observed = h, v, ov
+	r.res.Executions, r.res.Effects = ov.Executions, ov.Effects
+	r.res.FirstViolation = firstViolation(h, v, ov)
+	return nil
+}
+
+// firstViolation is when, from the run's first reading, the run first broke a promise: the
+// earliest of the observed findings and the time the failing job's history first showed its
+// violation, or the run's end for one only the drain shows (-1: nothing broke).
+func firstViolation(h *history.History, v *check.Verdict, ov *observed.Verdict) time.Duration {
+	first := time.Duration(-1)
+	take := func(t time.Duration) {
+		if first < 0 || t < first {
+			first = t
+		}
+	}
+	for _, f := range ov.Findings {
+		take(f.At)
+	}
+	if v.OK {
+		return first
+	}
+	job := v.Job
+	if job == 0 && v.Accounting != nil {
+		job = v.Accounting.FirstProblemJob()
+	}
+	if t, ok := observed.FirstViolation(h, job); job != 0 && ok {
+		take(t)
+		return first
+	}
+	var end int64
+	for _, o := range h.Ops {
+		if o.Return != history.Never {
+			end = max(end, o.Return)
+		}
+	}
+	take(time.Duration(end))
+	return first
+}
+
+// Table is the run's verdict table: every property a deployment judges, and what became of it.
+func (r *Result) Table() *verdict.Table {
+	t := verdict.NewTable(r.History.Shape, Properties...)
+	var broken []*model.Violation
+	if !r.Verdict.OK && r.Verdict.Violation != nil {
+		broken = append(broken, r.Verdict.Violation)
+	}
+	broken = append(broken, r.History.Findings...)
+	if a := r.Verdict.Accounting; a != nil {
+		broken = append(broken, a.Problems...)
+	}
+	for _, f := range r.Observed.Findings {
+		broken = append(broken, f.Violation)
+	}
+	for _, b := range broken {
+		if !b.NotPromised {
+			t.Violated[b.Property] = true
+		}
+	}
+	if r.Verdict.Job != 0 {
+		t.Violated[model.PLinearizable] = true
+	}
+	for _, np := range r.Verdict.NotPromised {
+		t.NotPromised[np.Property]++
+	}
+	for _, f := range r.Observed.NotPromised {
+		t.NotPromised[f.Violation.Property]++
+	}
+	return t
+}
+
+// Properties are what a deployment run judges.
+var Properties = []model.Property{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce,
+	model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors, model.PRetries, model.PScheduling,
+	model.PDrain, model.PEffects}
+
+// Summary is the run in a few lines: what was injected and observed, and the verdict.
+func (r *Result) Summary(w io.Writer) {
+	fmt.Fprintf(w, "deploy %s (seed %d): %s injected; %d jobs enqueued, %d executions observed, %s\n",
+		r.Target, r.Seed, r.Schedule.Summary(), r.Enqueued, r.Executions, effectsText(r.Effects))
+	switch {
+	case r.OK():
+		fmt.Fprintf(w, "held: %s\n", r.Verdict)
+	default:
+		fmt.Fprintf(w, "VIOLATED: %s\n", r.FirstText())
+		if r.FirstViolation >= 0 {
+			fmt.Fprintf(w, "first violation at %s from the run's start\n", model.Stamp(r.FirstViolation))
+		}
+	}
+	var lost []int64
+	for id := range r.Observed.LastSeen {
+		lost = append(lost, id)
+	}
+	sort.Slice(lost, func(i, j int) bool { return lost[i] < lost[j] })
+	for _, id := range lost {
+		fmt.Fprintf(w, "  lost: %s\n", r.Observed.LastSeen[id])
+	}
+	fmt.Fprintf(w, "report: %s\n", r.Dir)
+}
+
+// FirstText is the first violation, one line.
+func (r *Result) FirstText() string {
+	if len(r.Observed.Findings) > 0 && (r.Verdict.OK || r.Verdict.Violation == nil) {
+		return r.Observed.Findings[0].Violation.Error()
+	}
+	return strings.TrimPrefix(r.Verdict.String(), "FAIL: ")
+}
+
+func effectsText(n int64) string {
+	if n < 0 {
+		return "no business effects counted"
+	}
+	return fmt.Sprintf("%d business effects counted", n)
+}
+
+// write writes the report folder: the history, verdict and timeline every concurrent mode
+// writes, and what only a deployment has: the run (target, seed, schedule) that a replay
+// reads, the workload, each process's events and output, and the observed executions.
+func (r *run) write() error {
+	if err := report.Write(r.report, r.res.History, r.res.Verdict); err != nil {
+		return err
+	}
+	if err := saveJSON(filepath.Join(r.report, RunFile), r.spec()); err != nil {
+		return err
+	}
+	if err := saveJSON(filepath.Join(r.report, "executions.json"), r.b.Executions()); err != nil {
+		return err
+	}
+	for _, sub := range []string{"events", "logs"} {
+		if err := os.MkdirAll(filepath.Join(r.report, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, l := range r.lives {
+		for from, to := range map[string]string{l.events: filepath.Join(r.report, "events", filepath.Base(l.events)), l.out: filepath.Join(r.report, "logs", filepath.Base(l.out))} {
+			if b, err := os.ReadFile(from); err == nil {
+				if err := os.WriteFile(to, b, 0o644); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	r.res.Summary(&b)
+	b.WriteString("\n")
+	b.WriteString(r.res.Table().String())
+	for _, f := range r.res.Observed.Findings {
+		fmt.Fprintf(&b, "\nobserved: %s (at %s)\n", f.Violation.Error(), model.Stamp(f.At))
+	}
+	for _, f := range r.res.Observed.NotPromised {
+		fmt.Fprintf(&b, "\nobserved, not promised: %s (at %s)\n", f.Violation.Error(), model.Stamp(f.At))
+	}
+	return os.WriteFile(filepath.Join(r.report, DeployFile), []byte(b.String()), 0o644)
+}
+
+// Files of a deployment's report folder, beside the concurrent modes' own.
+const (
+	RunFile    = "run.json"   // the run: what a replay runs again
+	DeployFile = "deploy.txt" // the run's summary and verdict table
+)
