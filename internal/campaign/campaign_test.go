@@ -342,10 +342,10 @@ func TestKillTable(t *testing.T) {
 			t.Errorf("sequential caught by %s, want fencing", r.Property)
 		}
 	}
-	if strings.Join(modes, ",") != "Prop/sequential,Linear/stress,Linear/scheduled" {
+	if strings.Join(modes, ",") != "Prop/sequential,Linear/stress,Linear/scheduled,Deploy/deploy" {
 		t.Errorf("rows: %v", modes)
 	}
-	if len(kt.Queues) != len(sut.Builtins()) || len(kt.Failed()) > 0 || len(kt.Errors()) > 0 {
+	if len(kt.Queues) != len(sut.Builtins())+1 || len(kt.Failed()) > 0 || len(kt.Errors()) > 0 {
 		t.Errorf("correct queues: %+v", kt.Queues)
 	}
 	if sum, ok := kt.Summary(); !ok {

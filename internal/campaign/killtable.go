@@ -29,6 +29,7 @@ var SuiteModes = map[string][]string{
 	"PropLeaseTime": {"lease-time"},
 	"Linear":        {"stress", "scheduled"},
 	"LockOrder":     {"lock-order"},
+	"Deploy":        {"deploy"},
 }
 
 // KillRow is one mutant hunted by one mode of one suite.
@@ -123,7 +124,7 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 		for _, suite := range m.Expect {
 			names, ok := SuiteModes[suite]
 			if !ok {
-				row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear, LockOrder)", suite)}
+				row := KillRow{Mutant: m.Name, Bug: m.Bug, Suite: suite, Err: fmt.Sprintf("mutant.json expects suite %q, which the kill table does not know (Prop, PropLeaseTime, Linear, LockOrder, Deploy)", suite)}
 				logRow(row, cfg.Log)
 				kt.Rows = append(kt.Rows, row)
 				continue
@@ -167,6 +168,9 @@ func HuntMutants(ctx context.Context, cfg KillConfig) (*KillTable, error) {
 			}
 			kt.Queues = append(kt.Queues, row)
 		}
+		if expectsDeploy(cfg.Mutants) {
+			kt.Queues = append(kt.Queues, checkDeployed(ctx, cfg, sut.MustBuiltin(sut.DefaultQueue)))
+		}
 	}
 	return kt, nil
 }
@@ -178,7 +182,7 @@ func huntCost(m *mutant.Mutant, mode string) int {
 	switch {
 	case mode == "scheduled" && m.Expects("PropLeaseTime"):
 		return 3
-	case mode == "lease-time", mode == "stress":
+	case mode == "lease-time", mode == "stress", mode == "deploy":
 		return 2
 	case mode == "scheduled":
 		return 1
@@ -206,8 +210,8 @@ func huntMutant(ctx context.Context, cfg KillConfig, m *mutant.Mutant, suite, mo
 	var tally Tally
 	checks := func() int64 {
 		t := tally.Snapshot()
-		if modeName == "stress" {
-			return t.Histories // a stress round is one history, not property runs
+		if modeName == "stress" || modeName == "deploy" {
+			return t.Histories // a stress or deployment round is one history, not property runs
 		}
 		return t.Checks
 	}

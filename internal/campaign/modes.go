@@ -69,7 +69,7 @@ type Hunter interface {
 const AllModes = "all"
 
 var modes = map[string]Mode{"sequential": sequentialMode{}, "lease-time": sequentialMode{realTime: true}, "stress": stressMode{}, "scheduled": scheduled{},
-	"lock-order": lockOrderMode{}}
+	"lock-order": lockOrderMode{}, "deploy": deployMode{}}
 
 // ModeNames lists the modes, for flags' help.
 func ModeNames() string {

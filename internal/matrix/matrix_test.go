@@ -27,7 +27,7 @@ func TestMatrixLocal(t *testing.T) {
 		t.Fatalf("%d rows\n%s", len(rows), log.String())
 	}
 	r := rows[0]
-	if bad := Problems(rows); len(bad) > 0 || r.Rows != 3 || len(r.Verdicts) != len(sut.Builtins()) {
+	if bad := Problems(rows); len(bad) > 0 || r.Rows != 4 || len(r.Verdicts) != len(sut.Builtins()) {
 		t.Fatalf("%+v: %v\n%s", r, bad, log.String())
 	}
 	for i, c := range r.ClaimCost {
@@ -37,7 +37,7 @@ func TestMatrixLocal(t *testing.T) {
 	}
 	var table strings.Builder
 	Print(&table, rows, 1000)
-	for _, want := range []string{"| server | walkthrough |", "PostgreSQL " + textfmt.FirstWord(r.Version) + " (local) | held | held", "3 of 3"} {
+	for _, want := range []string{"| server | walkthrough |", "PostgreSQL " + textfmt.FirstWord(r.Version) + " (local) | held | held", "4 of 4"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, table.String())
 		}
