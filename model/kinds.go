@@ -13,7 +13,19 @@ type spec interface {
 	// impossible in state s. An unknown outcome never violates: it takes effect when it can,
 	// and "did not take effect" is the same as taking effect after every other operation,
 	// which its return time of +infinity allows.
+	//
+	// The words of every violation are written here, once: the sequential model (Queue) asks
+	// the same step for each job operation and keeps only what spans jobs (claim order, what a
+	// claim passed over, a snapshot's rows as a whole). A violation marked NotPromised is one
+	// the queue declares it does not promise: the step returns the state the answer made, and
+	// both models go on from it.
 	step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation)
+	// learn is what an answer the step accepted teaches of where the job's lease ends, when
+	// the answer was legal either way: a refused completion saw the lease over, a snapshot saw
+	// it live or not. The sequential model learns it, so that its next verdicts are as sharp
+	// as the clock readings allow; the concurrent model does not, which keeps porcupine's
+	// states few, and a wider window only makes more answers legal.
+	learn(sh Shape, s JobState, in Input, out Output) JobState
 	// ignored: the operation constrains no job at all, so partitions leave it out.
 	ignored(in Input, out Output) bool
 	// spread is how a partition places an operation that names no job (see Shape.PartitionByJob).
@@ -74,6 +86,7 @@ func (named) opens(Input, Output, func(Input) bool) bool                        
 func (named) created(Input, Output) bool                                         { return false }
 func (named) finished(Input, Output) bool                                        { return false }
 func (named) step(_ Shape, s JobState, _ Input, _ Output) (JobState, *Violation) { return s, nil }
+func (named) learn(_ Shape, s JobState, _ Input, _ Output) JobState              { return s }
 
 type unknownSpec struct{ named }
 
@@ -137,6 +150,9 @@ func (claimSpec) spread(in Input, out Output) spread {
 }
 func (claimSpec) opens(in Input, _ Output, lapses func(Input) bool) bool { return lapses(in) }
 
+// step: a claim that returned job id (or, its answer lost, may have). An empty claim is the
+// concurrent model's only (the sequential one judges it against every job at once): a strict
+// one says no job was eligible.
 func (claimSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	id := out.Job
 	if !out.Found {
@@ -160,24 +176,35 @@ func (claimSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Vi
 		}
 		return s, nil
 	}
-	lc := sh.Life
-	switch {
-	case !s.Exists:
-		return s, Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
-	case s.State == Done:
-		return s, Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
-	case s.State == Dead:
-		return s, Violate(PRetries, "claim returned job %d, which is dead (dead is terminal)", id)
-	case s.State == Running && leaseAt(s.Until, in.At) == Live:
-		return s, Violate(PExclusion, "claim at %s returned job %d (generation %d) while generation %d still held a lease that was certainly live (it ends %s)", in.At, id, out.Gen, s.Gen, s.Until)
-	case s.State == Ready && dueAt(s.Due, in.At) == Over:
-		return s, Violate(PScheduling, "claim at %s returned job %d, which is not due before %s", in.At, id, Stamp(s.Due.From))
-	case lc.AttemptsAtClaim && lc.exhausted(s.Attempts):
-		return s, Violate(PRetries, "claim returned job %d for attempt %d; the queue allows %d", id, s.Attempts+1, lc.MaxAttempts)
-	case out.Gen != s.Gen+1 && !sh.NoGeneration:
-		return s, Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, out.Gen, s.Gen, s.Gen+1)
+	if v := sh.claimRefused(s, in, out); v != nil {
+		return s, v
 	}
 	return sh.claimed(s, out.Gen, in), nil
+}
+
+// claimRefused is the promise a claim in window in.At broke by returning the job s as
+// generation out.Gen, or nil.
+func (sh Shape) claimRefused(s JobState, in Input, out Output) *Violation {
+	id, lc := out.Job, sh.Life
+	switch {
+	case !s.Exists:
+		return Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
+	case s.State == Done:
+		return Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
+	case s.State == Dead:
+		return Violate(PRetries, "claim returned job %d, which is dead, its attempts at %d (dead is terminal)", id, s.Attempts)
+	case s.State == Running && s.LeaseAt(in.At) == Live:
+		return Violate(PExclusion, "claim at %s returned job %d (generation %d), whose generation %d still held a lease that was certainly live: %s", in.At, id, out.Gen, s.Gen, s.lease())
+	case s.Locked:
+		return Violate(PSkipLocked, "claim returned job %d, which another session holds row-locked", id)
+	case s.State == Ready && dueAt(s.Due, in.At) == Over:
+		return Violate(PScheduling, "claim at %s returned job %d, which is not due before %s (%s)", in.At, id, Stamp(s.Due.From), s.dueWhy())
+	case lc.AttemptsAtClaim && lc.exhausted(s.Attempts):
+		return Violate(PRetries, "claim returned job %d for attempt %d; the queue allows %d", id, s.Attempts+1, lc.MaxAttempts)
+	case out.Gen != s.Gen+1 && !sh.NoGeneration:
+		return Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, out.Gen, s.Gen, s.Gen+1)
+	}
+	return nil
 }
 
 func (claimSpec) describe(in Input, out Output) (string, string) {
@@ -206,8 +233,8 @@ func (completeSpec) finished(_ Input, out Output) bool {
 func (completeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	id, g := in.Job, in.Gen
 	would := s.completable(g, in.At)
-	done := s
-	done.State, done.Until, done.Owner = Done, Window{}, ""
+	done := s.leaseless()
+	done.State = Done
 	if out.Outcome == Unknown {
 		// A queue that does not fence may have accepted it whatever its token.
 		if would != Over || sh.Unfenced && s.Exists && s.State != Done {
@@ -219,15 +246,33 @@ func (completeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, 
 	case out.Rows != 0 && out.Rows != 1:
 		return s, Violate(PFencing, "complete(%d, gen %d) reported %d rows; a completion changes 0 or 1", id, g, out.Rows)
 	case would == Live && out.Rows == 0:
-		return s, Violate(PFencing, "complete(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live (it ends %s)", id, g, in.At, s.Until)
+		return s, Violate(PFencing, "complete(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live: %s", id, g, in.At, s.lease())
 	case would != Over && out.Rows == 1:
 		return done, nil
 	case out.Rows == 0:
 		return s, nil
-	case sh.Unfenced && s.Exists && s.State != Done:
-		return done, nil // a stale completion, not promised: counted apart (see NotPromised)
 	}
-	return s, staleCompletion(s, in)
+	v := staleCompletion(s, in)
+	if v.Property == PFencing && !sh.Promised(PFencing) && s.Exists {
+		// Not promised: the job is done now, as the queue says, and the run goes on.
+		v.NotPromised = true
+		return done, v
+	}
+	return s, v
+}
+
+// learn: a completion the lease may have outlived, refused, saw it over.
+func (completeSpec) learn(_ Shape, s JobState, in Input, out Output) JobState {
+	return refusedSawOver(s, in, out)
+}
+
+// refusedSawOver: a write presenting generation in.Gen (a completion, failure or renewal) that
+// changed nothing, where the lease may have ended inside its window, saw the lease over.
+func refusedSawOver(s JobState, in Input, out Output) JobState {
+	if out.Outcome == Returned && out.Rows == 0 && s.completable(in.Gen, in.At) == Uncertain {
+		s.Until = s.Until.NotAfter(in.At.To)
+	}
+	return s
 }
 
 // staleCompletion is the promise an accepted completion broke, the job being what it was.
@@ -245,7 +290,7 @@ func staleCompletion(s JobState, in Input) *Violation {
 	case s.Gen != g:
 		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the current generation is %d: a stale generation completed the job", id, g, s.Gen)
 	}
-	return Violate(PFencing, "complete(%d, gen %d) at %s changed 1 row, but its lease was certainly over (it ended %s)", id, g, in.At, s.Until)
+	return Violate(PFencing, "complete(%d, gen %d) at %s changed 1 row, but its lease was certainly over: %s", id, g, in.At, s.lease())
 }
 
 func (completeSpec) describe(in Input, out Output) (string, string) {
@@ -268,11 +313,13 @@ func (expireSpec) step(sh Shape, s JobState, in Input, _ Output) (JobState, *Vio
 		return s, nil // the end of a generation's transaction, which no longer holds the job
 	}
 	if s.State == Running && sh.TxBound {
-		s.State, s.Until, s.Owner = Ready, Window{}, ""
+		// The lease was the claim's transaction, now aborted: the job is as it was before.
+		s = s.leaseless()
+		s.State = Ready
 		return s, nil
 	}
 	if s.State == Running {
-		s.Until = in.At.Shift(-ExpireBy)
+		s.Until, s.Lease = in.At.Shift(-ExpireBy), 0
 		if in.At.To == Never { // may have run at any time after its call
 			s.Until.To = Never
 		}
@@ -293,31 +340,63 @@ func (expireSpec) describe(in Input, out Output) (string, string) {
 
 type observeSpec struct{ named }
 
+// step: one job's row as a snapshot reported it (Found: the snapshot holds the job).
 func (observeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
-	id := in.Job
+	id, lc := in.Job, sh.Life
 	switch {
 	case s.Exists && sh.Deletes(s.State) && !out.Found:
 		return s, nil
 	case s.Exists && sh.Deletes(s.State):
-		return s, Violate(deletedBack(s.State), "a snapshot holds job %d again (%s g%d), but it was %s and deleted: a deleted job came back", id, out.State, out.Gen, s.State)
-	case out.Found != s.Exists && s.Exists:
-		return s, Violate(PRecovery, "a snapshot does not hold job %d, which was enqueued (lost)", id)
-	case out.Found != s.Exists:
-		return s, Violate(PRecovery, "a snapshot holds job %d, which was never enqueued", id)
+		return s, Violate(deletedBack(s.State), "job %d was %s and deleted, but the queue holds it again (%s g%d): a deleted job came back", id, s.State, out.State, out.Gen)
+	case s.Exists && !out.Found && (sh.DoneDeleted || sh.DeadDeleted):
+		return s, Violate(PRecovery, "job %d is %s, but the queue no longer holds it (lost: only a %s job may vanish)", id, s.State, sh.deletable())
+	case s.Exists && !out.Found:
+		return s, Violate(PRecovery, "job %d is missing from the queue (lost)", id)
+	case out.Found && !s.Exists:
+		return s, Violate(PRecovery, "the queue holds job %d, which was never enqueued", id)
 	case !s.Exists:
 		return s, nil
 	case out.State != s.State:
-		return s, Violate(stateBroken(s.State, out.State, s.Failed), "a snapshot shows job %d %s, but it must be %s", id, out.State, s)
+		return s, Violate(stateBroken(s.State, out.State, s.Failed), "job %d is %s in the queue, but the specification says %s%s", id, out.State, s.State, sh.since(s))
 	case out.Gen != s.Gen && !sh.NoGeneration:
-		return s, Violate(PGenerations, "a snapshot shows job %d at generation %d, but it must be %s", id, out.Gen, s)
-	case sh.Life.On && (out.Attempts != s.Attempts || out.Kept != s.Kept):
-		return s, Violate(PRetries, "a snapshot shows job %d with %d attempts keeping %q, but it must be %s", id, out.Attempts, out.Kept, s)
+		return s, Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", id, out.Gen, s.Gen)
+	case lc.On && out.Attempts != s.Attempts:
+		return s, Violate(PRetries, "job %d has %d attempts in the queue, but the specification says %d%s", id, out.Attempts, s.Attempts, sh.since(s))
+	case lc.On && out.Kept != s.Kept:
+		return s, Violate(PRetries, "job %d keeps the error %q in the queue, but its last failure reported %q", id, out.Kept, s.Kept)
 	case s.State == Running:
-		if l := leaseAt(s.Until, in.At); l != Uncertain && out.Live != (l == Live) {
-			return s, Violate(PDBTime, "a snapshot at %s shows job %d's lease %s, but it was %s (%s)", in.At, id, liveWord(out.Live), l, s)
+		if l := s.LeaseAt(in.At); l != Uncertain && out.Live != (l == Live) {
+			return s, Violate(PDBTime, "job %d's lease is %s in a snapshot at %s, but it was %s: %s", id, liveWord(out.Live), in.At, l, s.lease())
 		}
 	}
 	return s, nil
+}
+
+// learn: a running job's row whose lease may have ended inside the snapshot's window says on
+// which side of it the end lies.
+func (observeSpec) learn(_ Shape, s JobState, in Input, out Output) JobState {
+	if s.State != Running || out.Outcome != Returned || !out.Found || s.LeaseAt(in.At) != Uncertain {
+		return s
+	}
+	if out.Live {
+		s.Until = s.Until.NotBefore(in.At.From)
+	} else {
+		s.Until = s.Until.NotAfter(in.At.To)
+	}
+	return s
+}
+
+// stateBroken is the promise a job seen in state got, where the specification says want,
+// broke: a dead job's, or one that failed, is the retries'; a done one's, done at most once;
+// any other, recovery.
+func stateBroken(want, got State, failed bool) Property {
+	switch {
+	case want == Dead || got == Dead || failed:
+		return PRetries
+	case want == Done || got == Done:
+		return PDoneOnce
+	}
+	return PRecovery
 }
 
 func (observeSpec) describe(in Input, out Output) (string, string) {
@@ -334,16 +413,28 @@ func (observeSpec) describe(in Input, out Output) (string, string) {
 	return call, answer
 }
 
-// lockSpec is a locker taking (OpLock) or releasing (OpUnlock) a job's row lock. It changes no
-// job's state; what it constrains (a claim must skip a locked row, not wait for it) is checked
-// where waits are seen.
+// lockSpec is a locker taking (OpLock) or releasing (OpUnlock) a job's row lock. The
+// concurrent model ignores it: what it constrains (a claim must skip a locked row, not wait for
+// it) is checked where waits are seen. The sequential model, where nothing runs while a claim
+// does, keeps the lock on the job, and a claim or rescue that takes a locked row breaks
+// property 5.
 type lockSpec struct{ named }
 
 func (lockSpec) ignored(Input, Output) bool { return true }
+func (lockSpec) step(_ Shape, s JobState, in Input, _ Output) (JobState, *Violation) {
+	if s.Exists {
+		s.Locked = in.Kind == OpLock
+	}
+	return s, nil
+}
 func (lockSpec) describe(in Input, _ Output) (string, string) {
 	return fmt.Sprintf("%s(%d)", in.Kind, in.Job), "ok"
 }
 
+// rescueSpec is the rescue step taking a job (Found, Job), one operation per job it returned;
+// one whose answer was lost may have taken any job whose lease was over. A returned rescue that
+// left a running job alone (not Found, Job naming it) is the sequential model's only: it ran
+// while no other session could hold the row, so it had to take a lease certainly over.
 type rescueSpec struct{ named }
 
 func (rescueSpec) job(_ Input, out Output) (int64, bool) { return out.Job, out.Found }
@@ -356,25 +447,40 @@ func (rescueSpec) spread(_ Input, out Output) spread {
 
 func (rescueSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	id := out.Job
-	if out.Outcome == Unknown {
-		if s.State == Running && leaseAt(s.Until, in.At) != Live {
+	switch {
+	case out.Outcome == Unknown:
+		if s.State == Running && s.LeaseAt(in.At) != Live {
 			return sh.rescued(s, in.At), nil
 		}
 		return s, nil
-	}
-	switch {
+	case !out.Found:
+		if s.State == Running && !s.Locked && s.LeaseAt(in.At) == Over {
+			return s, Violate(PRecovery, "rescue at %s left job %d running, though its lease was certainly over: %s", in.At, in.Job, s.lease())
+		}
+		return s, nil
 	case !s.Exists:
 		return s, Violate(PRecovery, "rescue returned job %d, which was never enqueued", id)
 	case s.State == Done:
-		return s, Violate(PDoneOnce, "rescue made job %d ready again, but it was done (done is terminal)", id)
+		return s, Violate(PDoneOnce, "rescue at %s made job %d ready again, but it was done (done is terminal)", in.At, id)
 	case s.State == Dead:
-		return s, Violate(PRetries, "rescue took job %d, which is dead (dead is terminal)", id)
+		return s, Violate(PRetries, "rescue at %s took job %d, which is dead (dead is terminal)", in.At, id)
 	case s.State != Running:
-		return s, Violate(PRecovery, "rescue returned job %d, which was %s, not running", id, s.State)
-	case leaseAt(s.Until, in.At) == Live:
-		return s, Violate(PExclusion, "rescue at %s took job %d from generation %d, whose lease was certainly live (it ends %s)", in.At, id, s.Gen, s.Until)
+		return s, Violate(PRecovery, "rescue returned job %d, which is %s, not running", id, s.State)
+	case s.Locked:
+		return s, Violate(PSkipLocked, "rescue took job %d, which another session holds row-locked", id)
+	case s.LeaseAt(in.At) == Live:
+		return s, Violate(PExclusion, "rescue at %s took job %d from generation %d, whose lease was certainly live: %s", in.At, id, s.Gen, s.lease())
 	}
 	return sh.rescued(s, in.At), nil
+}
+
+// learn: a rescue that left a running job alone, where its lease may have ended inside the
+// rescue's window, saw it live.
+func (rescueSpec) learn(_ Shape, s JobState, in Input, out Output) JobState {
+	if out.Outcome == Returned && !out.Found && s.State == Running && !s.Locked && s.LeaseAt(in.At) == Uncertain {
+		s.Until = s.Until.NotBefore(in.At.From)
+	}
+	return s
 }
 
 // rescued is the job s after a rescue in window at took it: what its lapse makes of it.
@@ -382,8 +488,8 @@ func (sh Shape) rescued(s JobState, at Window) JobState {
 	if sh.Life.countsLapse() {
 		s.Attempts++
 	}
+	s = s.leaseless()
 	s.State, s.Due = sh.Life.lapsed(s.Attempts, at)
-	s.Until, s.Owner = Window{}, ""
 	return s
 }
 
@@ -399,14 +505,11 @@ func (rescueSpec) describe(in Input, out Output) (string, string) {
 
 // claimed is the job s after a claim in.At with in.Lease took it as generation gen.
 func (sh Shape) claimed(s JobState, gen int64, in Input) JobState {
-	until := Window{Never, Never}
-	if in.Lease != 0 {
-		until = in.At.Shift(in.Lease)
-	}
 	if sh.Life.AttemptsAtClaim {
 		s.Attempts++
 	}
-	s.State, s.Gen, s.Until, s.Due, s.Owner = Running, gen, until, Window{}, ""
+	s = s.leaseless().leased(in.At, in.Lease)
+	s.State, s.Gen, s.Due = Running, gen, Window{}
 	if sh.Life.WorkerLease {
 		s.Owner = in.Worker
 	}

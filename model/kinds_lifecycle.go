@@ -14,10 +14,13 @@ func (failSpec) opens(_ Input, out Output, _ func(Input) bool) bool {
 	return out.Outcome == Unknown || out.Rows == 1
 }
 
+// step: like a completion, a failure must change the job iff its generation owns a live lease:
+// then the job counts the attempt (where attempts end counted), keeps the text, and goes dead
+// (its attempts ran out, or the failure is not retryable) or waits its backoff.
 func (failSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	would := s.completable(in.Gen, in.At)
 	// A queue that does not fence failures may accept a replaced owner's on a running job.
-	unfenced := sh.Unfenced && s.Exists && s.State == Running
+	unfenced := !sh.Promised(PWriteFencing) && s.Exists && s.State == Running
 	if out.Outcome == Unknown {
 		if would != Over || unfenced {
 			return sh.failed(s, in), nil
@@ -28,15 +31,23 @@ func (failSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Vio
 	case out.Rows != 0 && out.Rows != 1:
 		return s, Violate(PWriteFencing, "fail(%d, gen %d) reported %d rows; a failure changes 0 or 1", in.Job, in.Gen, out.Rows)
 	case would == Live && out.Rows == 0:
-		return s, Violate(PWriteFencing, "fail(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live (it ends %s): the failure is lost", in.Job, in.Gen, in.At, s.Until)
+		return s, Violate(PWriteFencing, "fail(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live: %s; the failure is lost", in.Job, in.Gen, in.At, s.lease())
 	case would != Over && out.Rows == 1:
 		return sh.failed(s, in), nil
 	case out.Rows == 0:
 		return s, nil
-	case unfenced:
-		return sh.failed(s, in), nil // not promised, as a stale completion is
 	}
-	return s, staleWrite(s, in, "fail")
+	v := staleWrite(s, in, "fail")
+	if v.Property == PWriteFencing && unfenced {
+		// Not promised: the failure took effect, as the queue says, and the run goes on.
+		v.NotPromised = true
+		return sh.failed(s, in), v
+	}
+	return s, v
+}
+
+func (failSpec) learn(_ Shape, s JobState, in Input, out Output) JobState {
+	return refusedSawOver(s, in, out)
 }
 
 // failed is the job s after the failure in took effect: its attempt counted where attempts end
@@ -45,36 +56,32 @@ func (sh Shape) failed(s JobState, in Input) JobState {
 	if !sh.Life.AttemptsAtClaim {
 		s.Attempts++
 	}
-	s.State, s.Due = sh.Life.failed(sh.Life.attemptsOf(s.Attempts, s.Gen, in.Gen), in.Retryable, in.At)
-	s.Kept, s.Failed, s.Until, s.Owner = in.Text, true, Window{}, ""
+	attempts := sh.Life.attemptsOf(s.Attempts, s.Gen, in.Gen)
+	s = s.leaseless()
+	s.State, s.Due = sh.Life.failed(attempts, in.Retryable, in.At)
+	s.Kept, s.Failed = in.Text, true
 	return s
 }
 
 // staleWrite is the promise an accepted fail or renewal by a token that did not own the job's
 // live lease broke, the job being what it was.
 func staleWrite(s JobState, in Input, what string) *Violation {
-	return staleWriteOf(fmt.Sprintf("%s(%d, gen %d)", what, in.Job, in.Gen), what, s.Exists, s.State, s.Gen, in.Gen, in.At,
-		fmt.Sprintf("it ended %s", s.Until))
-}
-
-// staleWriteOf is staleWrite for a job that exists or not, in state st at generation cur, whose
-// lease ended as lease says, written by generation gen in window at.
-func staleWriteOf(call, what string, exists bool, st State, cur, gen int64, at Window, lease string) *Violation {
+	call := fmt.Sprintf("%s(%d, gen %d)", what, in.Job, in.Gen)
 	switch {
-	case !exists:
+	case !s.Exists:
 		return Violate(PWriteFencing, "%s changed 1 row, but the job was never enqueued", call)
-	case st == Done:
+	case s.State == Done:
 		return Violate(PDoneOnce, "%s changed 1 row, but the job was done (done is terminal)", call)
-	case st == Dead:
+	case s.State == Dead:
 		return Violate(PRetries, "%s changed 1 row, but the job is dead (dead is terminal)", call)
-	case st != Running:
-		return Violate(PWriteFencing, "%s changed 1 row, but the job is %s, not running", call, st)
-	case cur != gen:
-		return Violate(PWriteFencing, "%s changed 1 row, but the current generation is %d: a stale owner wrote to the job", call, cur)
+	case s.State != Running:
+		return Violate(PWriteFencing, "%s changed 1 row, but the job is %s, not running", call, s.State)
+	case s.Gen != in.Gen:
+		return Violate(PWriteFencing, "%s changed 1 row, but the current generation is %d: a stale owner wrote to the job", call, s.Gen)
 	case what == "renew":
-		return Violate(PRenewal, "%s at %s changed 1 row, but its lease was certainly over (%s): the renewal revived a lapsed lease", call, at, lease)
+		return Violate(PRenewal, "%s at %s changed 1 row, but its lease was certainly over (%s): the renewal revived a lapsed lease", call, in.At, s.lease())
 	}
-	return Violate(PWriteFencing, "%s at %s changed 1 row, but its lease was certainly over (%s): an expired owner wrote to the job", call, at, lease)
+	return Violate(PWriteFencing, "%s at %s changed 1 row, but its lease was certainly over (%s): an expired owner wrote to the job", call, in.At, s.lease())
 }
 
 func (failSpec) describe(in Input, out Output) (string, string) {
@@ -95,9 +102,12 @@ func rowsAnswer(out Output) string {
 	return fmt.Sprintf("%d rows", out.Rows)
 }
 
-// renewSpec is a renewal: a per-job one presents the job's generation (Input.Job, Gen); a
+// renewSpec is a renewal: a per-job one presents the job's generation (Input.Job, Gen) and must
+// extend the lease iff the generation owns a live lease, to in.Lease from the renewal on. A
 // worker's heartbeat (Input.Worker) names the jobs it extended in its answer, one operation
-// each, and one whose answer was lost may have extended any live lease of the worker's.
+// each, and one whose answer was lost may have extended any live lease of the worker's; a
+// returned heartbeat that did not extend a job of the worker's (not Found, Job naming it) is
+// the sequential model's only, as a rescue's is.
 type renewSpec struct{ named }
 
 func (renewSpec) job(in Input, out Output) (int64, bool) {
@@ -129,7 +139,7 @@ func (renewSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Vi
 	case out.Rows != 0 && out.Rows != 1:
 		return s, Violate(PRenewal, "renew(%d, gen %d) reported %d rows; a renewal changes 0 or 1", in.Job, in.Gen, out.Rows)
 	case would == Live && out.Rows == 0:
-		return s, Violate(PRenewal, "renew(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live (it ends %s)", in.Job, in.Gen, in.At, s.Until)
+		return s, Violate(PRenewal, "renew(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live: %s", in.Job, in.Gen, in.At, s.lease())
 	case would != Over && out.Rows == 1:
 		return renewed(s, in), nil
 	case out.Rows == 0:
@@ -138,34 +148,45 @@ func (renewSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Vi
 	return s, staleWrite(s, in, "renew")
 }
 
-// heartbeat is a worker's heartbeat extending job s (or, its answer lost, maybe extending it).
+func (renewSpec) learn(_ Shape, s JobState, in Input, out Output) JobState {
+	if in.Worker != "" {
+		if out.Outcome == Returned && !out.Found && s.State == Running && s.Owner == in.Worker && !s.Locked && s.LeaseAt(in.At) == Uncertain {
+			s.Until = s.Until.NotAfter(in.At.To)
+		}
+		return s
+	}
+	return refusedSawOver(s, in, out)
+}
+
+// heartbeat is a worker's heartbeat extending job s (or, its answer lost, maybe extending it;
+// or, not Found, leaving it alone).
 func (sh Shape) heartbeat(s JobState, in Input, out Output) (JobState, *Violation) {
 	owned := s.State == Running && (!sh.Life.WorkerLease || s.Owner == in.Worker)
-	if out.Outcome == Unknown {
-		if owned && leaseAt(s.Until, in.At) != Over {
+	switch {
+	case out.Outcome == Unknown:
+		if owned && s.LeaseAt(in.At) != Over {
 			return renewed(s, in), nil
 		}
 		return s, nil
-	}
-	switch {
+	case !out.Found:
+		if owned && !s.Locked && s.LeaseAt(in.At) == Live {
+			return s, Violate(PRenewal, "%s's heartbeat at %s left job %d to lapse, though its lease was certainly live: %s", in.Worker, in.At, in.Job, s.lease())
+		}
+		return s, nil
 	case !s.Exists:
 		return s, Violate(PRecovery, "%s's heartbeat extended job %d, which was never enqueued", in.Worker, out.Job)
-	case s.State == Done || s.State == Dead:
-		return s, Violate(map[State]Property{Done: PDoneOnce, Dead: PRetries}[s.State], "%s's heartbeat extended job %d, which is %s (%s is terminal)", in.Worker, out.Job, s.State, s.State)
 	case !owned:
 		return s, Violate(PWriteFencing, "%s's heartbeat extended job %d, which is %s: not a lease of %s's", in.Worker, out.Job, s, in.Worker)
-	case leaseAt(s.Until, in.At) == Over:
-		return s, Violate(PRenewal, "%s's heartbeat at %s extended job %d, whose lease was certainly over (it ended %s): the renewal revived a lapsed lease", in.Worker, in.At, out.Job, s.Until)
+	case s.LeaseAt(in.At) == Over:
+		return s, Violate(PRenewal, "%s's heartbeat at %s extended job %d, whose lease was certainly over: %s; the renewal revived a lapsed lease", in.Worker, in.At, out.Job, s.lease())
 	}
 	return renewed(s, in), nil
 }
 
 // renewed is the job s after a renewal in in.At set its lease to in.Lease from then.
 func renewed(s JobState, in Input) JobState {
-	s.Until = Window{Never, Never}
-	if in.Lease != 0 {
-		s.Until = in.At.Shift(in.Lease)
-	}
+	s = s.leased(in.At, in.Lease)
+	s.Renewed = true
 	return s
 }
 
@@ -184,7 +205,10 @@ func (renewSpec) describe(in Input, out Output) (string, string) {
 }
 
 // effectSpec is a business effect that committed with its transaction, which also holds the
-// job's accepted completion: it follows that completion, once.
+// job's accepted completion: it follows that completion, once. (The sequential model counts an
+// effect as its statement returns, inside the transaction and before the completion; it rolls
+// the transaction back, effect and all, where it does not commit, and effectsSpec judges the
+// count.)
 type effectSpec struct{ named }
 
 func (effectSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Violation) {
@@ -202,14 +226,29 @@ func (effectSpec) describe(in Input, out Output) (string, string) {
 	return fmt.Sprintf("effect(%d)", in.Job), ""
 }
 
-// effectsSpec is one job's count in the business table, as the effects statement read it.
+// effectsSpec is one job's count in the business table, as the effects statement read it (Rows):
+// exactly the effects of its completions that committed, one where its accepted completion
+// carried one, none for a completion that was stale, expired or refused.
 type effectsSpec struct{ named }
 
 func (effectsSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Violation) {
-	if out.Outcome == Returned && out.Rows != s.Effects {
-		return s, Violate(PEffects, "the business table holds %d effects of job %d, but the completions that committed leave %d (%s)", out.Rows, in.Job, s.Effects, s)
+	n, want := out.Rows, s.Effects
+	switch {
+	case out.Outcome != Returned || n == want:
+		return s, nil
+	case n > want && want == 0:
+		return s, Violate(PEffects, "the business table holds %s of job %d (%s), but no completion of it committed with its effect: a refused, stale or expired completion left its effect", effectsWord(n), in.Job, s)
+	case n > want:
+		return s, Violate(PEffects, "the business table holds %s of job %d, but one completion committed with its effect: the effect was applied %d times", effectsWord(n), in.Job, n)
 	}
-	return s, nil
+	return s, Violate(PEffects, "the business table holds %s of job %d, but its completion committed with one: the effect was lost", effectsWord(n), in.Job)
+}
+
+func effectsWord(n int64) string {
+	if n == 1 {
+		return "1 effect"
+	}
+	return fmt.Sprintf("%d effects", n)
 }
 
 func (effectsSpec) describe(in Input, out Output) (string, string) {

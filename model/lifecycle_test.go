@@ -63,7 +63,7 @@ func TestFailFencing(t *testing.T) {
 func TestRunAt(t *testing.T) {
 	q := New(LowestID)
 	q.Shape.Life = Lifecycle{Schedules: true}
-	mustNil(t, q.EnqueueAt(1, ms(10).Shift(time.Second)))
+	mustNil(t, q.EnqueueAt(1, ms(10), time.Second))
 	mustNil(t, q.Enqueue(2))
 	if got := q.Claimable(ms(20)); len(got) != 1 || got[0] != 2 {
 		t.Fatalf("claimable before job 1's run-at: %v, want [2]", got)

@@ -32,47 +32,12 @@ const (
 // ExpireBy is how far into the past the expire hook moves a lease, as the seed's test hook does.
 const ExpireBy = time.Second
 
-// Job is one row as the specification sees it. Until is where its lease ends, in database
-// time: a claim in window w with lease L ends in w.Shift(L), so the model knows the end only
-// as well as the claim's clock readings bracket it. Later answers narrow it (a claim that
-// skipped the job saw it live, a refused completion saw it over).
-type Job struct {
-	ID         int64
-	State      State
-	Generation int64
-	Until      Window
-	Lease      time.Duration // the length the last claim asked for
-	Claimed    Window        // when the last claim ran (or renewal, where Renewed)
-	Locked     bool          // row-locked by another session's open transaction
-	// The lifecycle (see Lifecycle): attempts counted so far as the queue counts them; when a
-	// ready job becomes due (its run-at time, or the end of its backoff; zero: from the start);
-	// the error text its last failure kept; whether it ever failed; the worker whose claim
-	// holds its lease; whether a renewal set the lease's end.
-	Attempts int64
-	Due      Window
-	Kept     string
-	Failed   bool
-	Owner    string
-	Renewed  bool
-}
-
-// LeaseAt says whether a running job's lease is live at a statement that ran in window at.
-func (j Job) LeaseAt(at Window) Liveness { return leaseAt(j.Until, at) }
-
-// lease describes a running job's lease for verdicts: when it was claimed, how long, and
-// where its end lies.
-func (j Job) lease() string {
-	switch {
-	case j.Lease == 0:
-		return fmt.Sprintf("its lease ends in %s", j.Until)
-	case j.Renewed:
-		return fmt.Sprintf("renewed at %s for %v, so its lease ends in %s", j.Claimed, j.Lease, j.Until)
-	}
-	return fmt.Sprintf("claimed at %s with a %v lease, so its lease ends in %s", j.Claimed, j.Lease, j.Until)
-}
-
-// Queue is the specification's whole state. Times are database times, as offsets from an
-// origin the harness chose; only comparisons between them matter.
+// Queue is the sequential specification's whole state: every job's state, and what spans
+// jobs. Times are database times, as offsets from an origin the harness chose; only
+// comparisons between them matter. Each job operation is the step the concurrent model takes
+// too (spec.step, with its words); the queue adds what only a whole queue, seen one statement
+// at a time, can judge: the order claims take jobs in, what a claim or a rescue passed over,
+// a snapshot's rows as a whole, and what a drain accounts for.
 type Queue struct {
 	Order Order
 	Shape Shape
@@ -80,12 +45,10 @@ type Queue struct {
 	// none; a job it finds eligible and cannot take is then, where the queue has a lifecycle,
 	// one the drain cannot account for (property 15).
 	Draining bool
-	jobs     map[int64]*Job
+	jobs     map[int64]*JobState
 	ids      []int64 // ascending
 	// completions counts accepted completions per job (property 4 wants at most one).
 	completions map[int64]int
-	// effects is the ledger of business effects that committed, per job (property 16).
-	effects map[int64]int
 }
 
 // New returns an empty queue that promises the given claim order.
@@ -93,7 +56,7 @@ func New(order Order) *Queue {
 	if order == "" {
 		order = LowestID
 	}
-	return &Queue{Order: order, jobs: map[int64]*Job{}, completions: map[int64]int{}, effects: map[int64]int{}}
+	return &Queue{Order: order, jobs: map[int64]*JobState{}, completions: map[int64]int{}}
 }
 
 // Clone returns an independent copy, for callers that explore what-ifs.
@@ -108,9 +71,6 @@ func (q *Queue) Clone() *Queue {
 	for id, n := range q.completions {
 		c.completions[id] = n
 	}
-	for id, n := range q.effects {
-		c.effects[id] = n
-	}
 	return c
 }
 
@@ -118,7 +78,7 @@ func (q *Queue) Clone() *Queue {
 func (q *Queue) Jobs() []Job {
 	out := make([]Job, 0, len(q.ids))
 	for _, id := range q.ids {
-		out = append(out, *q.jobs[id])
+		out = append(out, Job{ID: id, JobState: *q.jobs[id]})
 	}
 	return out
 }
@@ -129,11 +89,49 @@ func (q *Queue) Job(id int64) (Job, bool) {
 	if !ok {
 		return Job{}, false
 	}
-	return *j, true
+	return Job{ID: id, JobState: *j}, true
 }
 
 // Len is the number of enqueued jobs.
 func (q *Queue) Len() int { return len(q.ids) }
+
+// step judges one operation on job id by the specification's step, and applies it: the
+// state it leads to, sharpened by what the answer taught (spec.learn). A violation leaves the
+// job as it was, unless the queue does not promise what it broke (NotPromised): then the job
+// is what the answer made of it, and the run goes on.
+func (q *Queue) step(id int64, in Input, out Output) *Violation {
+	sp := specOf(in.Kind)
+	s := q.state(id)
+	next, v := sp.step(q.Shape, s, in, out)
+	if v != nil && !v.NotPromised {
+		return v
+	}
+	q.set(id, sp.learn(q.Shape, next, in, out))
+	return v
+}
+
+// state is job id's state (the zero state where it was never enqueued).
+func (q *Queue) state(id int64) JobState {
+	if j, ok := q.jobs[id]; ok {
+		return *j
+	}
+	return JobState{}
+}
+
+// set stores job id's state; a job that was never enqueued stays so.
+func (q *Queue) set(id int64, s JobState) {
+	if j, ok := q.jobs[id]; ok {
+		*j = s
+	}
+}
+
+// errOf is a step's violation as an error (nil when there is none).
+func errOf(v *Violation) error {
+	if v == nil {
+		return nil
+	}
+	return v
+}
 
 // Property is one of the promises of the design reference, by its number. A finding carries it
 // as a value from the moment it is detected to the moment it is printed, so nothing downstream
@@ -223,18 +221,19 @@ func Violate(p Property, format string, args ...any) *Violation {
 
 // Enqueue records a job the queue created with the given id. Ids must be new and ascending:
 // the specification (and lowest-id order) relies on ids increasing with enqueue order.
-func (q *Queue) Enqueue(id int64) error { return q.EnqueueAt(id, Window{}) }
+func (q *Queue) Enqueue(id int64) error { return q.EnqueueAt(id, Window{}, 0) }
 
-// EnqueueAt records a job the queue created to become due in window due: the enqueue's window
-// shifted by its run-at delay (the zero window: due at once).
-func (q *Queue) EnqueueAt(id int64, due Window) error {
-	if _, dup := q.jobs[id]; dup {
-		return Violate(PRecovery, "enqueue returned id %d, which already exists", id)
-	}
-	if n := len(q.ids); n > 0 && id < q.ids[n-1] {
+// EnqueueAt records a job the queue created, by an enqueue that ran in window at, to become
+// due delay after it (0: due at once).
+func (q *Queue) EnqueueAt(id int64, at Window, delay time.Duration) error {
+	if n := len(q.ids); n > 0 && id < q.ids[n-1] && q.jobs[id] == nil {
 		return Violate(PClaimOrder, "enqueue returned id %d after id %d: ids must ascend", id, q.ids[n-1])
 	}
-	q.jobs[id] = &Job{ID: id, State: Ready, Due: due}
+	next, v := specOf(OpEnqueue).step(q.Shape, q.state(id), Input{Kind: OpEnqueue, At: at, Delay: delay}, Output{Job: id})
+	if v != nil {
+		return v
+	}
+	q.jobs[id] = &next
 	q.ids = append(q.ids, id)
 	return nil
 }
@@ -260,64 +259,35 @@ func (q *Queue) Claim(at Window, lease time.Duration, ok bool, id, gen int64) er
 }
 
 // ClaimFor is Claim by the named worker, whose lease it becomes where leases are the worker's.
+// The job it returned takes the claim's step; the queue judges the rest: that no certainly
+// eligible job was left unclaimed, that the job was the lowest eligible one where the queue
+// promises so, and, where the suite numbers claims itself, that the number is new.
 func (q *Queue) ClaimFor(at Window, lease time.Duration, ok bool, id, gen int64, worker string) error {
 	claimable := q.Claimable(at)
 	if !ok {
 		if len(claimable) > 0 {
 			return q.lost(at, claimable[0])
 		}
-		q.skipped(at, func(*Job) bool { return true })
+		q.skipped(at, func(JobState, int64) bool { return true })
 		return nil
 	}
-	j, exists := q.jobs[id]
-	if !exists {
-		return Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
-	}
-	if v := q.claimRefused(at, j); v != nil {
-		return v
-	}
-	if q.Shape.NoGeneration {
-		if gen <= j.Generation {
-			return Violate(PExclusion, "claim of job %d is the suite's claim number %d, but claim %d was seen before it", id, gen, j.Generation)
-		}
-	} else if gen != j.Generation+1 {
-		return Violate(PGenerations, "claim of job %d returned generation %d; the previous generation was %d, so it must be %d", id, gen, j.Generation, j.Generation+1)
-	}
-	if q.Order == LowestID {
-		if len(claimable) > 0 && claimable[0] < id {
-			return Violate(PClaimOrder, "claim returned job %d, but job %d is the lowest eligible unlocked id", id, claimable[0])
-		}
-		// Every lower job it passed over was not eligible when the claim looked at it.
-		q.skipped(at, func(o *Job) bool { return o.ID < id })
-	}
-	if j.State == Running {
-		j.Until = j.Until.NotAfter(at.To)
-	}
-	if q.Shape.Life.AttemptsAtClaim {
-		j.Attempts++
-	}
-	j.State, j.Generation, j.Until, j.Lease, j.Claimed, j.Renewed = Running, gen, at.Shift(lease), lease, at, false
-	j.Due, j.Owner = Window{}, worker
-	return nil
-}
-
-// claimRefused is the promise a claim in window at broke by returning job j, or nil.
-func (q *Queue) claimRefused(at Window, j *Job) *Violation {
-	lc := q.Shape.Life
+	in := Input{Kind: OpClaim, At: at, Lease: lease, Worker: worker}
+	before := q.state(id)
+	next, v := specOf(OpClaim).step(q.Shape, before, in, Output{Found: true, Job: id, Gen: gen})
 	switch {
-	case j.State == Done:
-		return Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", j.ID)
-	case j.State == Dead:
-		return Violate(PRetries, "claim returned job %d, which is dead, its attempts at %d (dead is terminal)", j.ID, j.Attempts)
-	case j.State == Running && j.LeaseAt(at) == Live:
-		return Violate(PExclusion, "claim at %s returned job %d, whose generation %d still held a lease that was certainly live: %s", at, j.ID, j.Generation, j.lease())
-	case j.Locked:
-		return Violate(PSkipLocked, "claim returned job %d, which another session holds row-locked", j.ID)
-	case j.State == Ready && dueAt(j.Due, at) == Over:
-		return Violate(PScheduling, "claim at %s returned job %d, which is not due before %s (%s)", at, j.ID, Stamp(j.Due.From), q.dueWhy(j))
-	case lc.AttemptsAtClaim && lc.exhausted(j.Attempts):
-		return Violate(PRetries, "claim returned job %d for attempt %d; the queue allows %d", j.ID, j.Attempts+1, lc.MaxAttempts)
+	case v != nil:
+		return v
+	case q.Shape.NoGeneration && gen <= before.Gen:
+		// The suite numbers the claims of a queue without generations in the order their
+		// answers came back, which in a sequential run is the order they ran in.
+		return Violate(PExclusion, "claim of job %d is the suite's claim number %d, but claim %d was seen before it", id, gen, before.Gen)
+	case q.Order == LowestID && len(claimable) > 0 && claimable[0] < id:
+		return Violate(PClaimOrder, "claim returned job %d, but job %d is the lowest eligible unlocked id", id, claimable[0])
+	case q.Order == LowestID:
+		// Every lower job it passed over was not eligible when the claim looked at it.
+		q.skipped(at, func(_ JobState, o int64) bool { return o < id })
 	}
+	q.set(id, next)
 	return nil
 }
 
@@ -327,31 +297,23 @@ func (q *Queue) claimRefused(at Window, j *Job) *Violation {
 func (q *Queue) lost(at Window, id int64) *Violation {
 	j := q.jobs[id]
 	if q.Draining && q.Shape.Life.On {
-		return Violate(PDrain, "the drain's claim at %s returned no job, but job %d is eligible and unlocked (%s%s): the drain cannot account for it", at, id, q.describe(id), q.since(j))
+		return Violate(PDrain, "the drain's claim at %s returned no job, but job %d is eligible and unlocked (%s%s): the drain cannot account for it", at, id, describe(*j), q.Shape.since(*j))
 	}
 	if j.Failed && j.State == Ready {
 		return Violate(PRetries, "claim at %s returned no job, but job %d failed and is due again since %s (%d attempts, kept %q): the failure lost the job", at, id, Stamp(j.Due.To), j.Attempts, j.Kept)
 	}
-	return Violate(PRecovery, "claim at %s returned no job, but job %d is eligible and unlocked (%s)", at, id, q.describe(id))
-}
-
-// dueWhy says what made a ready job due when it is.
-func (q *Queue) dueWhy(j *Job) string {
-	if j.Failed {
-		return fmt.Sprintf("its backoff after attempt %d", j.Attempts)
-	}
-	return "its run-at time"
+	return Violate(PRecovery, "claim at %s returned no job, but job %d is eligible and unlocked (%s)", at, id, describe(*j))
 }
 
 // skipped narrows what a claim in window at passed over: a running job's lease was not yet over
 // when the claim looked at it, so it ends no earlier than the window's start (a queue whose
 // claims leave expired jobs to its rescue step tells nothing by passing one over); a ready job
 // was not yet due, so it becomes due no earlier than the window's start.
-func (q *Queue) skipped(at Window, which func(*Job) bool) {
+func (q *Queue) skipped(at Window, which func(JobState, int64) bool) {
 	for _, id := range q.ids {
 		j := q.jobs[id]
 		switch {
-		case j.Locked || !which(j):
+		case j.Locked || !which(*j, id):
 		case j.State == Running && !q.Shape.RescueOnly && j.LeaseAt(at) == Uncertain:
 			j.Until = j.Until.NotBefore(at.From)
 		case j.State == Ready && dueAt(j.Due, at) == Uncertain:
@@ -363,136 +325,58 @@ func (q *Queue) skipped(at Window, which func(*Job) bool) {
 // CompleteWouldSucceed is the specification of complete(id, gen) in window at: Live when it
 // must succeed, Over when it must change nothing, Uncertain when the lease may end inside at.
 func (q *Queue) CompleteWouldSucceed(at Window, id, gen int64) Liveness {
-	j, ok := q.jobs[id]
-	if !ok {
-		return Over
-	}
-	return completableAt(j.State, j.Generation, gen, j.Until, at)
+	return q.state(id).completable(gen, at)
 }
 
 // Complete checks the number of rows a complete(id, gen) in window at reported, and applies it.
 func (q *Queue) Complete(at Window, id, gen, rows int64) error {
-	want := q.CompleteWouldSucceed(at, id, gen)
-	j := q.jobs[id]
-	switch {
-	case rows != 0 && rows != 1:
-		return Violate(PFencing, "complete(%d, gen %d) reported %d rows; a completion changes 0 or 1", id, gen, rows)
-	case want == Live && rows == 0:
-		return Violate(PFencing, "complete(%d, gen %d) at %s by the current owner changed 0 rows, though its lease was certainly live: %s", id, gen, at, j.lease())
-	case want == Over && rows == 1:
-		v := q.whyNotComplete(at, id, gen, j)
-		if v.Property != PFencing || q.Shape.Promised(PFencing) || j == nil {
-			return v
-		}
-		// Not promised: the job is done now, as the queue says, and the run goes on.
-		v.NotPromised = true
-		j.State = Done
-		q.completions[id]++
-		return v
-	case want == Uncertain && rows == 0:
-		j.Until = j.Until.NotAfter(at.To)
-	}
-	if rows == 1 {
-		j.State = Done
+	v := q.step(id, Input{Kind: OpComplete, Job: id, Gen: gen, At: at}, Output{Rows: rows})
+	if rows == 1 && (v == nil || v.NotPromised) {
 		q.completions[id]++
 	}
-	return nil
-}
-
-func (q *Queue) whyNotComplete(at Window, id, gen int64, j *Job) *Violation {
-	switch {
-	case j == nil:
-		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d does not exist", id, gen, id)
-	case j.State == Done:
-		return Violate(PDoneOnce, "complete(%d, gen %d) changed 1 row, but the job was already done", id, gen)
-	case j.State == Dead:
-		return Violate(PRetries, "complete(%d, gen %d) changed 1 row, but the job is dead (dead is terminal)", id, gen)
-	case j.State != Running:
-		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the job is %s, not running", id, gen, j.State)
-	case j.Generation != gen:
-		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the current generation is %d: a stale generation completed the job", id, gen, j.Generation)
-	default:
-		return Violate(PFencing, "complete(%d, gen %d) at %s changed 1 row, but its lease was certainly over: %s", id, gen, at, j.lease())
-	}
+	return errOf(v)
 }
 
 // Expire applies the test hook that moves a job's lease into the past, run in window at.
 func (q *Queue) Expire(at Window, id int64) {
-	j, ok := q.jobs[id]
-	switch {
-	case !ok:
-	case q.Shape.TxBound && j.State == Running:
-		// The lease was the claim's transaction, now aborted: the job is as it was before.
-		j.State, j.Until, j.Lease, j.Claimed = Ready, Window{}, 0, Window{}
-	default:
-		j.Until, j.Lease = at.Shift(-ExpireBy), 0
-	}
+	q.step(id, Input{Kind: OpExpire, Job: id, At: at}, Output{})
 }
 
 // Rescue checks what the queue's rescue step, run in window at, answered (the jobs it took) and
-// applies it. It may take a running job whose lease is over, must take each one that is
-// certainly over and that no row lock holds (else nothing reclaims it where claims leave
-// expired jobs alone), and must never take a live lease, a ready job, a done or a dead one.
-// A job it takes becomes ready, or, with a lifecycle, what the lapse makes it (Lifecycle.lapsed):
-// dead once a counted lapse used its last attempt, or due only after its backoff.
+// applies it: each job it took takes the rescue's step, and every running job it left alone
+// that no row lock holds is judged as left (a lease certainly over must have been taken, where
+// claims leave expired jobs alone nothing else reclaims it). A job it takes becomes ready, or,
+// with a lifecycle, what the lapse makes it (Lifecycle.lapsed): dead once a counted lapse used
+// its last attempt, or due only after its backoff.
 func (q *Queue) Rescue(at Window, ids []int64) error {
-	took := map[int64]bool{}
+	in := Input{Kind: OpRescue, At: at}
+	took := map[int64]JobState{}
 	for _, id := range ids {
-		j, ok := q.jobs[id]
-		switch {
-		case !ok:
-			return Violate(PRecovery, "rescue returned job %d, which was never enqueued", id)
-		case took[id]:
+		if _, twice := took[id]; twice {
 			return Violate(PRecovery, "rescue returned job %d twice", id)
-		case j.State == Done:
-			return Violate(PDoneOnce, "rescue at %s made job %d ready again, but it was done (done is terminal)", at, id)
-		case j.State == Dead:
-			return Violate(PRetries, "rescue at %s took job %d, which is dead (dead is terminal)", at, id)
-		case j.State != Running:
-			return Violate(PRecovery, "rescue returned job %d, which is %s, not running", id, j.State)
-		case j.Locked:
-			return Violate(PSkipLocked, "rescue took job %d, which another session holds row-locked", id)
-		case j.LeaseAt(at) == Live:
-			return Violate(PExclusion, "rescue at %s took job %d from generation %d, whose lease was certainly live: %s", at, id, j.Generation, j.lease())
 		}
-		took[id] = true
+		next, v := specOf(OpRescue).step(q.Shape, q.state(id), in, Output{Found: true, Job: id})
+		if v != nil {
+			return v
+		}
+		took[id] = next
 	}
 	for _, id := range q.ids {
-		j := q.jobs[id]
-		if j.State != Running || j.Locked {
+		if next, ok := took[id]; ok {
+			q.set(id, next)
 			continue
 		}
-		switch l := j.LeaseAt(at); {
-		case took[id]:
-			if l == Uncertain {
-				j.Until = j.Until.NotAfter(at.To)
-			}
-			if q.Shape.Life.countsLapse() {
-				j.Attempts++
-			}
-			j.State, j.Due = q.Shape.Life.lapsed(j.Attempts, at)
-			j.Until, j.Lease, j.Claimed = Window{}, 0, Window{}
-		case l == Over:
-			return Violate(PRecovery, "rescue at %s left job %d running, though its lease was certainly over: %s", at, id, j.lease())
-		case l == Uncertain:
-			j.Until = j.Until.NotBefore(at.From)
+		in.Job = id
+		if v := q.step(id, in, Output{}); v != nil {
+			return v
 		}
 	}
 	return nil
 }
 
 // Lock and Unlock record another session taking and releasing a row lock on a job.
-func (q *Queue) Lock(id int64) {
-	if j, ok := q.jobs[id]; ok {
-		j.Locked = true
-	}
-}
-
-func (q *Queue) Unlock(id int64) {
-	if j, ok := q.jobs[id]; ok {
-		j.Locked = false
-	}
-}
+func (q *Queue) Lock(id int64)   { q.step(id, Input{Kind: OpLock, Job: id}, Output{}) }
+func (q *Queue) Unlock(id int64) { q.step(id, Input{Kind: OpUnlock, Job: id}, Output{}) }
 
 // Completions is the number of accepted completions of a job.
 func (q *Queue) Completions(id int64) int { return q.completions[id] }
@@ -536,7 +420,7 @@ func (q *Queue) String() string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%d:%s/g%d", id, j.State, j.Generation)
+		fmt.Fprintf(&b, "%d:%s/g%d", id, j.State, j.Gen)
 		if j.Attempts > 0 {
 			fmt.Fprintf(&b, "/a%d", j.Attempts)
 		}
@@ -552,8 +436,9 @@ func (q *Queue) String() string {
 }
 
 // CheckSnapshot compares a queue's snapshot, read in window at, with the specification. The
-// first difference is reported as a violation of the property it breaks. A running job's
-// lease_live is judged only where the model is certain; elsewhere it narrows the lease's end.
+// first difference is reported as a violation of the property it breaks. Each job's row takes
+// the observation's step; the queue judges what spans rows: their order, and rows of jobs it
+// does not know.
 func (q *Queue) CheckSnapshot(at Window, got []Row) error {
 	if !sort.SliceIsSorted(got, func(a, b int) bool { return got[a].ID < got[b].ID }) {
 		return Violate(PRecovery, "snapshot is not ordered by id: %v", got)
@@ -564,20 +449,15 @@ func (q *Queue) CheckSnapshot(at Window, got []Row) error {
 	}
 	present := 0
 	for _, id := range q.ids {
-		w := q.jobs[id]
 		g, ok := gi[id]
-		switch {
-		case q.Shape.Deletes(w.State) && ok:
-			return Violate(deletedBack(w.State), "job %d was %s and deleted, but the queue holds it again (%s): a deleted job came back", id, w.State, g)
-		case q.Shape.Deletes(w.State):
-			continue
-		case !ok && (q.Shape.DoneDeleted || q.Shape.DeadDeleted):
-			return Violate(PRecovery, "job %d is %s, but the queue no longer holds it (lost: only a %s job may vanish)", id, w.State, q.Shape.deletable())
-		case !ok:
-			return Violate(PRecovery, "job %d is missing from the queue (lost)", id)
+		out := Output{Found: ok}
+		if ok {
+			out.State, out.Gen, out.Live, out.Attempts, out.Kept = g.State, g.Generation, g.LeaseLive, g.Attempts, g.Kept
 		}
-		present++
-		if v := q.checkRow(at, w, g); v != nil {
+		if !q.Shape.Deletes(q.jobs[id].State) {
+			present++
+		}
+		if v := q.step(id, Input{Kind: OpObserve, Job: id, At: at}, out); v != nil {
 			return v
 		}
 	}
@@ -592,64 +472,9 @@ func (q *Queue) CheckSnapshot(at Window, got []Row) error {
 	return nil
 }
 
-// checkRow compares one job's row, read in window at, with the specification's job.
-func (q *Queue) checkRow(at Window, w *Job, g Row) *Violation {
-	id, lc := w.ID, q.Shape.Life
-	switch {
-	case g.State != w.State:
-		return Violate(stateBroken(w.State, g.State, w.Failed), "job %d is %s in the queue, but the specification says %s%s", id, g.State, w.State, q.since(w))
-	case g.Generation != w.Generation && !q.Shape.NoGeneration:
-		return Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", id, g.Generation, w.Generation)
-	case lc.On && g.Attempts != w.Attempts:
-		return Violate(PRetries, "job %d has %d attempts in the queue, but the specification says %d%s", id, g.Attempts, w.Attempts, q.since(w))
-	case lc.On && g.Kept != w.Kept:
-		return Violate(PRetries, "job %d keeps the error %q in the queue, but its last failure reported %q", id, g.Kept, w.Kept)
-	case w.State != Running:
-		return nil
-	}
-	switch live := w.LeaseAt(at); {
-	case live == Uncertain && g.LeaseLive:
-		w.Until = w.Until.NotBefore(at.From)
-	case live == Uncertain:
-		w.Until = w.Until.NotAfter(at.To)
-	case g.LeaseLive != (live == Live):
-		return Violate(PDBTime, "job %d's lease is %s in a snapshot at %s, but it was %s: %s", id, liveWord(g.LeaseLive), at, live, w.lease())
-	}
-	return nil
-}
-
-// stateBroken is the promise a job seen in state got, where the specification says want,
-// broke: a dead job's, or one that failed, is the retries'; a done one's, done at most once;
-// any other, recovery.
-func stateBroken(want, got State, failed bool) Property {
-	switch {
-	case want == Dead || got == Dead || failed:
-		return PRetries
-	case want == Done || got == Done:
-		return PDoneOnce
-	}
-	return PRecovery
-}
-
-// since says, for a verdict, what the job's last failure made of it.
-func (q *Queue) since(j *Job) string {
-	if !j.Failed {
-		return ""
-	}
-	return fmt.Sprintf(" (it failed %q; the queue allows %d attempts)", j.Kept, q.Shape.Life.MaxAttempts)
-}
-
-func liveWord(b bool) string {
-	if b {
-		return "live"
-	}
-	return "expired"
-}
-
-func (q *Queue) describe(id int64) string {
-	j := q.jobs[id]
+func describe(j JobState) string {
 	if j.State == Running {
-		return fmt.Sprintf("running, generation %d, lease certainly over: %s", j.Generation, j.lease())
+		return fmt.Sprintf("running, generation %d, lease certainly over: %s", j.Gen, j.lease())
 	}
 	return string(j.State)
 }

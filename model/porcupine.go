@@ -22,6 +22,7 @@ package model
 // lengths: their claims' leases outlive the run, and only expire ends one.)
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -125,72 +126,6 @@ type Output struct {
 // JobOf returns the job an operation belongs to, when its input or output names one.
 func JobOf(in Input, out Output) (int64, bool) { return specOf(in.Kind).job(in, out) }
 
-// JobState is one job as the concurrent model sees it; the zero value is "not enqueued".
-// Until, where a running job's lease ends, is kept zero otherwise, and Due, when a ready job
-// becomes due, zero once it is claimed, so that equal states compare equal. Attempts, Kept (the
-// last failure's error text), Failed, Effects (business effects committed) and Owner (the
-// worker holding a worker-owned lease) are the lifecycle's.
-type JobState struct {
-	Exists   bool
-	State    State
-	Gen      int64
-	Until    Window
-	Due      Window
-	Attempts int64
-	Kept     string
-	Failed   bool
-	Effects  int64
-	Owner    string
-}
-
-// eligible: may a claim in window at take the job (Live: it must be able to), on a queue of the
-// seed's shape.
-func (s JobState) eligible(at Window) Liveness { return Shape{}.eligible(s, at) }
-
-// eligible: may a claim in window at take the job s (Live: it must be able to).
-func (sh Shape) eligible(s JobState, at Window) Liveness {
-	if !s.Exists {
-		return Over
-	}
-	return sh.claimable(s.State, s.Until, s.Due, s.Attempts, at, false)
-}
-
-func (s JobState) completable(gen int64, at Window) Liveness {
-	if !s.Exists {
-		return Over
-	}
-	return completableAt(s.State, s.Gen, gen, s.Until, at)
-}
-
-func (s JobState) String() string {
-	switch {
-	case !s.Exists:
-		return "not enqueued"
-	case s.State == Running && s.Until.From == Never:
-		return fmt.Sprintf("running g%d live", s.Gen)
-	case s.State == Running:
-		return fmt.Sprintf("running g%d, lease ends %s", s.Gen, s.Until) + s.life()
-	case s.State == Ready && s.Due != Window{}:
-		return fmt.Sprintf("ready g%d, due %s", s.Gen, s.Due) + s.life()
-	}
-	return fmt.Sprintf("%s g%d", s.State, s.Gen) + s.life()
-}
-
-// life is what the lifecycle adds to a job's description.
-func (s JobState) life() string {
-	var out string
-	if s.Attempts > 0 {
-		out += fmt.Sprintf(", %d attempts", s.Attempts)
-	}
-	if s.Failed {
-		out += fmt.Sprintf(", kept %q", s.Kept)
-	}
-	if s.Effects > 0 {
-		out += fmt.Sprintf(", %d effects", s.Effects)
-	}
-	return out
-}
-
 // StepJob is the concurrent specification of one job of a queue of the seed's shape.
 func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 	return Shape{}.StepJob(s, in, out)
@@ -198,12 +133,17 @@ func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 
 // StepJob is the concurrent specification of one job: the state after the operation, or the
 // violation that makes the operation impossible in state s (see spec.step). An operation that
-// was not sent, or whose transaction rolled back, had no effect.
+// was not sent, or whose transaction rolled back, had no effect. What the queue does that it
+// does not promise is possible: the accounting counts it apart.
 func (sh Shape) StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 	if out.Outcome == NotSent || out.Outcome == Aborted {
 		return s, nil
 	}
-	return specOf(in.Kind).step(sh, s, in, out)
+	next, v := specOf(in.Kind).step(sh, s, in, out)
+	if v != nil && v.NotPromised {
+		return next, nil
+	}
+	return next, v
 }
 
 // Ignored reports whether an operation constrains no job at all, so that partitions leave it
@@ -407,14 +347,8 @@ func (sh Shape) Porcupine() porcupine.Model {
 			next, v := sh.StepJob(state.(JobState), input.(Input), output.(Output))
 			return v == nil, next
 		},
-		Equal: func(a, b any) bool { return a.(JobState) == b.(JobState) },
-		Hash: func(state any) uint64 {
-			s := state.(JobState)
-			h := fnv.New64a()
-			fmt.Fprintf(h, "%t/%s/%d/%d/%d/%d/%d/%d/%q/%t/%d/%s", s.Exists, s.State, s.Gen, s.Until.From, s.Until.To,
-				s.Due.From, s.Due.To, s.Attempts, s.Kept, s.Failed, s.Effects, s.Owner)
-			return h.Sum64()
-		},
+		Equal:             func(a, b any) bool { return a.(JobState) == b.(JobState) },
+		Hash:              func(state any) uint64 { return state.(JobState).hash() },
 		DescribeOperation: func(input, output any) string { return DescribeOp(input.(Input), output.(Output)) },
 		DescribeState:     func(state any) string { return state.(JobState).String() },
 		DescribeOperationMetadata: func(info any) string {
@@ -424,6 +358,31 @@ func (sh Shape) Porcupine() porcupine.Model {
 			return fmt.Sprint(info)
 		},
 	}
+}
+
+// hash is a hash of every field Equal compares (but the windows' ends, which the starts
+// nearly always decide), for porcupine's cache of states seen.
+func (s JobState) hash() uint64 {
+	h := fnv.New64a()
+	var b [8 * 9]byte
+	for i, v := range []int64{s.Gen, int64(s.Until.From), int64(s.Until.To), int64(s.Lease), int64(s.Claimed.From),
+		int64(s.Due.From), int64(s.Due.To), s.Attempts, s.Effects} {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
+	}
+	h.Write(b[:])
+	flags := byte(0)
+	for i, f := range []bool{s.Exists, s.Renewed, s.Failed, s.Locked} {
+		if f {
+			flags |= 1 << i
+		}
+	}
+	h.Write([]byte{flags, 0})
+	h.Write([]byte(s.State))
+	h.Write([]byte{0})
+	h.Write([]byte(s.Kept))
+	h.Write([]byte{0})
+	h.Write([]byte(s.Owner))
+	return h.Sum64()
 }
 
 // DescribeOp prints an operation and its answer, as timelines and reports show it.

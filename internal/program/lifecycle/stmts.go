@@ -210,7 +210,7 @@ func (st LaterStmt) Judge(m *model.Queue, _ *program.Session, r program.Result, 
 	if r.Err != nil {
 		return program.QueueError(r.Err)
 	}
-	return m.EnqueueAt(r.Out.Job, at.Shift(st.Delay))
+	return m.EnqueueAt(r.Out.Job, at, st.Delay)
 }
 func (st LaterStmt) Apply(w *program.World, s *program.Session, r program.Result, at model.Window) {
 	st.EnqueueStmt.Apply(w, s, r, at)
