@@ -342,7 +342,7 @@ type observeSpec struct{ named }
 
 // step: one job's row as a snapshot reported it (Found: the snapshot holds the job).
 func (observeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
-	id, lc := in.Job, sh.Life
+	id, fails := in.Job, sh.Can.Fail
 	switch {
 	case s.Exists && sh.Deletes(s.State) && !out.Found:
 		return s, nil
@@ -360,9 +360,9 @@ func (observeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *
 		return s, Violate(stateBroken(s.State, out.State, s.Failed), "job %d is %s in the queue, but the specification says %s%s", id, out.State, s.State, sh.since(s))
 	case out.Gen != s.Gen && !sh.NoGeneration:
 		return s, Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", id, out.Gen, s.Gen)
-	case lc.On && out.Attempts != s.Attempts:
+	case fails && out.Attempts != s.Attempts:
 		return s, Violate(PRetries, "job %d has %d attempts in the queue, but the specification says %d%s", id, out.Attempts, s.Attempts, sh.since(s))
-	case lc.On && out.Kept != s.Kept:
+	case fails && out.Kept != s.Kept:
 		return s, Violate(PRetries, "job %d keeps the error %q in the queue, but its last failure reported %q", id, out.Kept, s.Kept)
 	case s.State == Running:
 		if l := s.LeaseAt(in.At); l != Uncertain && out.Live != (l == Live) {

@@ -219,7 +219,7 @@ func (q *legacyQueue) claimRefused(at Window, j *legacyJob) *Violation {
 // lost, and one a drain cannot take is a drain that cannot account for every job.
 func (q *legacyQueue) lost(at Window, id int64) *Violation {
 	j := q.jobs[id]
-	if q.Draining && q.Shape.Life.On {
+	if q.Draining && q.Shape.Can.Fail {
 		return Violate(PDrain, "the drain's claim at %s returned no job, but job %d is eligible and unlocked (%s%s): the drain cannot account for it", at, id, q.describe(id), q.since(j))
 	}
 	if j.Failed && j.State == Ready {
@@ -458,15 +458,15 @@ func (q *legacyQueue) CheckSnapshot(at Window, got []Row) error {
 
 // checkRow compares one job's row, read in window at, with the specification's job.
 func (q *legacyQueue) checkRow(at Window, w *legacyJob, g Row) *Violation {
-	id, lc := w.ID, q.Shape.Life
+	id := w.ID
 	switch {
 	case g.State != w.State:
 		return Violate(legacyStateBroken(w.State, g.State, w.Failed), "job %d is %s in the queue, but the specification says %s%s", id, g.State, w.State, q.since(w))
 	case g.Generation != w.Generation && !q.Shape.NoGeneration:
 		return Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", id, g.Generation, w.Generation)
-	case lc.On && g.Attempts != w.Attempts:
+	case q.Shape.Can.Fail && g.Attempts != w.Attempts:
 		return Violate(PRetries, "job %d has %d attempts in the queue, but the specification says %d%s", id, g.Attempts, w.Attempts, q.since(w))
-	case lc.On && g.Kept != w.Kept:
+	case q.Shape.Can.Fail && g.Kept != w.Kept:
 		return Violate(PRetries, "job %d keeps the error %q in the queue, but its last failure reported %q", id, g.Kept, w.Kept)
 	case w.State != Running:
 		return nil

@@ -2,17 +2,14 @@ package model
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
-// Lifecycle is what a queue declares about the rest of a job's life: failures that retry after
-// a backoff, a limit on attempts, a terminal dead state with the last error kept, and the forms
-// real queues give these. The zero value is the seed's: no failures, no attempts, no dead jobs.
+// Lifecycle is what a queue declares about the rest of a job's life, where it ships it (Can):
+// how failures retry after a backoff, a limit on attempts, a terminal dead state with the last
+// error kept, and the forms real queues give these. The zero value is the seed's: no limit, no
+// backoff.
 type Lifecycle struct {
-	// On: the queue reports failures (fail.sql). Its jobs can be dead, and its snapshot reports
-	// each job's attempts and the error text its last failure kept.
-	On bool `json:"on,omitempty"`
 	// MaxAttempts is how many attempts a job may have (0: no limit). Once its attempts reach
 	// it, a failure makes the job dead instead of retrying it.
 	MaxAttempts int64 `json:"max_attempts,omitempty"`
@@ -31,16 +28,10 @@ type Lifecycle struct {
 	// RescueBackoff: the rescue step makes a lapsed job due only after its backoff.
 	RescueBackoff bool `json:"rescue_backoff,omitempty"`
 	// WorkerLease: a lease belongs to the worker that claimed the job, and the worker's
-	// heartbeat (renew.sql, by worker) extends every live lease it holds, so its jobs lapse
-	// together.
+	// heartbeat (Can.Heartbeat) extends every live lease it holds, so its jobs lapse together.
 	WorkerLease bool `json:"worker_lease,omitempty"`
 	// WholeSeconds: the queue takes leases in whole seconds; a claim's lease is rounded up.
 	WholeSeconds bool `json:"whole_seconds,omitempty"`
-	// What the queue ships, which decides what is judged: renewals (renew.sql), enqueues with a
-	// run-at delay, and business effects counted beside completions (effect.sql, effects.sql).
-	Renews    bool `json:"renews,omitempty"`
-	Schedules bool `json:"schedules,omitempty"`
-	Effects   bool `json:"effects,omitempty"`
 }
 
 // Dead is the terminal state of a job whose attempts ran out or whose failure was not
@@ -71,12 +62,10 @@ func (lc Lifecycle) Lease(d time.Duration) time.Duration {
 	return d.Truncate(time.Second) + time.Second
 }
 
-func (lc Lifecycle) String() string {
-	if !lc.On && !lc.Renews && !lc.Schedules && !lc.Effects && !lc.WholeSeconds {
-		return ""
-	}
+// forms names what the queue does of a job's life, as far as it ships it.
+func (lc Lifecycle) forms(c Can) []string {
 	var forms []string
-	if lc.On {
+	if c.Fail {
 		limit := "no attempt limit"
 		if lc.MaxAttempts > 0 {
 			limit = fmt.Sprintf("%d attempts", lc.MaxAttempts)
@@ -95,17 +84,17 @@ func (lc Lifecycle) String() string {
 		form string
 	}{
 		{lc.RescueBackoff, "rescued jobs wait their backoff"},
-		{lc.Renews && lc.WorkerLease, "leases renewed by their worker's heartbeat"},
-		{lc.Renews && !lc.WorkerLease, "leases renewed"},
+		{c.Heartbeat, "leases renewed by their worker's heartbeat"},
+		{c.Renew, "leases renewed"},
 		{lc.WholeSeconds, "leases in whole seconds"},
-		{lc.Schedules, "jobs scheduled to run later"},
-		{lc.Effects, "business effects beside completions"},
+		{c.Delay, "jobs scheduled to run later"},
+		{c.Effect, "business effects beside completions"},
 	} {
 		if f.on {
 			forms = append(forms, f.form)
 		}
 	}
-	return strings.Join(forms, ", ")
+	return forms
 }
 
 // dueAt judges a job that becomes due in due (a run-at time, or the end of a backoff), seen by

@@ -14,7 +14,7 @@ func ms(t int64) Window { return At(time.Duration(t) * time.Millisecond) }
 // a 1 s backoff doubling each time.
 func retrying(t *testing.T) *Queue {
 	q := New(LowestID)
-	q.Shape.Life = Lifecycle{On: true, MaxAttempts: 3, Backoff: time.Second, Factor: 2}
+	q.Shape.Can, q.Shape.Life = Can{Fail: true}, Lifecycle{MaxAttempts: 3, Backoff: time.Second, Factor: 2}
 	mustNil(t, q.Enqueue(1))
 	return q
 }
@@ -62,7 +62,7 @@ func TestFailFencing(t *testing.T) {
 
 func TestRunAt(t *testing.T) {
 	q := New(LowestID)
-	q.Shape.Life = Lifecycle{Schedules: true}
+	q.Shape.Can = Can{Delay: true}
 	mustNil(t, q.EnqueueAt(1, ms(10), time.Second))
 	mustNil(t, q.Enqueue(2))
 	if got := q.Claimable(ms(20)); len(got) != 1 || got[0] != 2 {
@@ -83,7 +83,7 @@ func TestRunAt(t *testing.T) {
 
 func TestRenew(t *testing.T) {
 	q := New(LowestID)
-	q.Shape.Life = Lifecycle{Renews: true}
+	q.Shape.Can = Can{Renew: true}
 	mustNil(t, q.Enqueue(1))
 	mustNil(t, q.Claim(ms(0), time.Second, true, 1, 1))
 	mustNil(t, q.Renew(ms(800), 1, 1, time.Second, 1))
@@ -105,7 +105,7 @@ func TestRenew(t *testing.T) {
 
 func TestHeartbeat(t *testing.T) {
 	q := New(LowestID)
-	q.Shape.Life = Lifecycle{Renews: true, WorkerLease: true}
+	q.Shape.Can, q.Shape.Life = Can{Heartbeat: true}, Lifecycle{WorkerLease: true}
 	for id := int64(1); id <= 3; id++ {
 		mustNil(t, q.Enqueue(id))
 	}
@@ -128,7 +128,7 @@ func TestHeartbeat(t *testing.T) {
 // attempt, not the job's newest, where claims count attempts), as River's executor does.
 func TestFailUnfenced(t *testing.T) {
 	q := New(LowestID)
-	q.Shape = Shape{RescueOnly: true, Unfenced: true, Life: Lifecycle{On: true, MaxAttempts: 2, Backoff: time.Second, Factor: 2, AttemptsAtClaim: true}}
+	q.Shape = Shape{RescueOnly: true, Unfenced: true, Can: Can{Fail: true}, Life: Lifecycle{MaxAttempts: 2, Backoff: time.Second, Factor: 2, AttemptsAtClaim: true}}
 	mustNil(t, q.Enqueue(1))
 	mustNil(t, q.Claim(ms(0), 100*time.Millisecond, true, 1, 1))
 	mustNil(t, q.Rescue(ms(200), []int64{1}))
@@ -152,18 +152,18 @@ func TestFailUnfenced(t *testing.T) {
 		enq(0, 1, 2, 1), claimed(1, 3, 4, 1, 1), expired(3, 5, 6, 1), claimed(2, 7, 8, 1, 2),
 		op(1, 9, 10, Input{Kind: OpFail, Job: 1, Gen: 1, Retryable: true, Text: "e"}, Output{Rows: 1}),
 	}
-	life := Lifecycle{On: true, MaxAttempts: 2, Backoff: 10}
-	if !porcupine.CheckOperations(Shape{Unfenced: true, Life: life}.Porcupine(), ops) {
+	fails, life := Can{Fail: true}, Lifecycle{MaxAttempts: 2, Backoff: 10}
+	if !porcupine.CheckOperations(Shape{Unfenced: true, Can: fails, Life: life}.Porcupine(), ops) {
 		t.Error("an unfenced queue's stale failure is not linearizable")
 	}
-	if porcupine.CheckOperations(Shape{Life: life}.Porcupine(), ops) {
+	if porcupine.CheckOperations(Shape{Can: fails, Life: life}.Porcupine(), ops) {
 		t.Error("a fenced queue's stale failure is linearizable")
 	}
 }
 
 func TestAttemptsAtClaimRescued(t *testing.T) {
 	q := New(LowestID)
-	q.Shape = Shape{RescueOnly: true, Life: Lifecycle{On: true, MaxAttempts: 2, Backoff: time.Second, AttemptsAtClaim: true, RescueBackoff: true}}
+	q.Shape = Shape{RescueOnly: true, Can: Can{Fail: true}, Life: Lifecycle{MaxAttempts: 2, Backoff: time.Second, AttemptsAtClaim: true, RescueBackoff: true}}
 	mustNil(t, q.Enqueue(1))
 	mustNil(t, q.Claim(ms(0), 100*time.Millisecond, true, 1, 1))
 	mustNil(t, q.Rescue(ms(200), []int64{1}))
@@ -213,7 +213,7 @@ func TestLifecycleBackoff(t *testing.T) {
 // The concurrent specification of the lifecycle's operations: legal histories pass, each broken
 // promise fails.
 func TestLinearLifecycleHistories(t *testing.T) {
-	life := Shape{Life: Lifecycle{On: true, MaxAttempts: 2, Backoff: 10, Renews: true, Effects: true, Schedules: true}}
+	life := Shape{Can: Can{Fail: true, Renew: true, Effect: true, Delay: true}, Life: Lifecycle{MaxAttempts: 2, Backoff: 10}}
 	at := func(o porcupine.Operation, w Window) porcupine.Operation {
 		in := o.Input.(Input)
 		in.At = w
@@ -277,7 +277,7 @@ func TestLinearLifecycleHistories(t *testing.T) {
 func TestDeadDeleted(t *testing.T) {
 	q := New(LowestID)
 	q.Shape.DoneDeleted, q.Shape.DeadDeleted = true, true
-	q.Shape.Life = Lifecycle{On: true, Backoff: time.Second, Factor: 2}
+	q.Shape.Can, q.Shape.Life = Can{Fail: true}, Lifecycle{Backoff: time.Second, Factor: 2}
 	mustNil(t, q.Enqueue(1))
 	mustNil(t, q.Enqueue(2))
 	mustNil(t, q.Claim(ms(0), hour, true, 1, 1))

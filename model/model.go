@@ -296,7 +296,7 @@ func (q *Queue) ClaimFor(at Window, lease time.Duration, ok bool, id, gen int64,
 // lost, and one a drain cannot take is a drain that cannot account for every job.
 func (q *Queue) lost(at Window, id int64) *Violation {
 	j := q.jobs[id]
-	if q.Draining && q.Shape.Life.On {
+	if q.Draining && q.Shape.Can.Fail {
 		return Violate(PDrain, "the drain's claim at %s returned no job, but job %d is eligible and unlocked (%s%s): the drain cannot account for it", at, id, describe(*j), q.Shape.since(*j))
 	}
 	if j.Failed && j.State == Ready {

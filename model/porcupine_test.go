@@ -429,7 +429,7 @@ func TestLinearTokensUnknownClaim(t *testing.T) {
 // (A stress run's history, cut down: worker w0's claim, called before the enqueue, lost its
 // answer; so did w0-6's, which took the job, and w0-6's heartbeats then extended it.)
 func TestLinearPartitionKeepsEachWorkersClaim(t *testing.T) {
-	sh := Shape{Life: Lifecycle{On: true, WorkerLease: true, Renews: true}}
+	sh := Shape{Can: Can{Fail: true, Heartbeat: true}, Life: Lifecycle{WorkerLease: true}}
 	claimBy := func(c int, call int64, worker string) porcupine.Operation {
 		return op(c, call, inf, Input{Kind: OpClaim, Worker: worker, Lease: time.Hour}, Output{Outcome: Unknown})
 	}
@@ -452,7 +452,7 @@ func TestLinearPartitionKeepsEachWorkersClaim(t *testing.T) {
 // so a job's history legal without them is legal with them (linear/check's decide).
 func TestPhantomsStepFromEveryState(t *testing.T) {
 	shapes := []Shape{{}, {NoGeneration: true}, {Unfenced: true}, {DoneDeleted: true},
-		{Life: Lifecycle{On: true, MaxAttempts: 2, Backoff: time.Second, AttemptsAtClaim: true, WorkerLease: true}}}
+		{Can: Can{Fail: true}, Life: Lifecycle{MaxAttempts: 2, Backoff: time.Second, AttemptsAtClaim: true, WorkerLease: true}}}
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	var states []JobState
 	for _, st := range []State{Ready, Running, Done, Dead} {

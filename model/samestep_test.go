@@ -66,18 +66,19 @@ func drawShape(t *rapid.T) (Shape, Order) {
 	sh.Unfenced = rapid.IntRange(0, 4).Draw(t, "unfenced") == 0
 	sh.TxBound = rapid.IntRange(0, 6).Draw(t, "tx bound") == 0
 	if rapid.Bool().Draw(t, "lifecycle") {
-		lc := &sh.Life
-		lc.On = true
+		lc, can := &sh.Life, &sh.Can
+		can.Fail = true
 		lc.MaxAttempts = int64(rapid.IntRange(0, 3).Draw(t, "max attempts"))
 		lc.Backoff = time.Duration(rapid.IntRange(0, 3).Draw(t, "backoff")) * 300 * time.Millisecond
 		lc.Factor = int64(rapid.IntRange(1, 2).Draw(t, "factor"))
 		lc.AttemptsAtClaim = rapid.IntRange(0, 3).Draw(t, "at claim") == 0
 		lc.LapsesCount = lc.AttemptsAtClaim || rapid.IntRange(0, 3).Draw(t, "lapses count") == 0
 		lc.RescueBackoff = rapid.Bool().Draw(t, "rescue backoff")
-		lc.Renews = rapid.Bool().Draw(t, "renews")
-		lc.WorkerLease = lc.Renews && rapid.Bool().Draw(t, "worker lease")
-		lc.Schedules = rapid.Bool().Draw(t, "schedules")
-		lc.Effects = rapid.Bool().Draw(t, "effects")
+		renews := rapid.Bool().Draw(t, "renews")
+		lc.WorkerLease = renews && rapid.Bool().Draw(t, "worker lease")
+		can.Renew, can.Heartbeat = renews && !lc.WorkerLease, lc.WorkerLease
+		can.Delay = rapid.Bool().Draw(t, "schedules")
+		can.Effect = rapid.Bool().Draw(t, "effects")
 		sh.DeadDeleted = rapid.IntRange(0, 4).Draw(t, "dead deleted") == 0
 	}
 	sh.RescueOnly = sh.Life.LapsesCount || rapid.IntRange(0, 3).Draw(t, "rescue only") == 0
@@ -113,7 +114,7 @@ func (d *duo) apply(t *rapid.T, at Window) (string, error, error) {
 		if wrong {
 			id = int64(rapid.IntRange(1, int(d.next)).Draw(t, "id"))
 		}
-		if d.old.Shape.Life.Schedules && rapid.Bool().Draw(t, "later") {
+		if d.old.Shape.Can.Delay && rapid.Bool().Draw(t, "later") {
 			delay := time.Duration(rapid.IntRange(1, 3).Draw(t, "delay")) * 200 * time.Millisecond
 			return fmt.Sprintf("enqueue %d due in %v", id, delay), d.old.EnqueueAt(id, at.Shift(delay)), d.new.EnqueueAt(id, at, delay)
 		}
@@ -170,7 +171,7 @@ func (d *duo) apply(t *rapid.T, at Window) (string, error, error) {
 		ids := d.took(t, at, wrong, func(j legacyJob) bool { return j.State == Running && !j.Locked && j.LeaseAt(at) != Live })
 		return fmt.Sprintf("rescue -> %v", ids), d.old.Rescue(at, ids), d.new.Rescue(at, ids)
 	case 10:
-		if !d.old.Shape.Life.On {
+		if !d.old.Shape.Can.Fail {
 			return d.snapshot(t, at, wrong)
 		}
 		rows, retryable := d.rows(t, at, job, gen, wrong), rapid.IntRange(0, 3).Draw(t, "final") > 0
@@ -178,21 +179,20 @@ func (d *duo) apply(t *rapid.T, at Window) (string, error, error) {
 		return fmt.Sprintf("fail(%d, gen %d, %v, %s) -> %d", job, gen, retryable, text, rows),
 			d.old.Fail(at, job, gen, retryable, text, rows), d.new.Fail(at, job, gen, retryable, text, rows)
 	case 11:
-		lc := d.old.Shape.Life
-		switch {
-		case lc.Renews && lc.WorkerLease:
+		switch c := d.old.Shape.Can; {
+		case c.Heartbeat:
 			worker := workers[rapid.IntRange(0, 2).Draw(t, "worker")]
 			ids := d.took(t, at, wrong, func(j legacyJob) bool {
 				return j.State == Running && j.Owner == worker && !j.Locked && j.LeaseAt(at) != Over
 			})
 			return fmt.Sprintf("%s heartbeat %v -> %v", worker, lease, ids), d.old.Heartbeat(at, worker, lease, ids), d.new.Heartbeat(at, worker, lease, ids)
-		case lc.Renews:
+		case c.Renew:
 			rows := d.rows(t, at, job, gen, wrong)
 			return fmt.Sprintf("renew(%d, gen %d, %v) -> %d", job, gen, lease, rows), d.old.Renew(at, job, gen, lease, rows), d.new.Renew(at, job, gen, lease, rows)
 		}
 		return d.snapshot(t, at, wrong)
 	case 12:
-		if !d.old.Shape.Life.Effects {
+		if !d.old.Shape.Can.Effect {
 			return d.snapshot(t, at, wrong)
 		}
 		if _, exists := d.old.Job(job); exists && rapid.Bool().Draw(t, "write") {

@@ -27,9 +27,11 @@ type Shape struct {
 	// TxBound: a claim's lease is the transaction it holds open; when that transaction ends
 	// without the completion (expired: aborted, its backend terminated) the job is ready again.
 	TxBound bool `json:"tx_bound,omitempty"`
-	// Life is the rest of a job's life the queue declares: failures, retries, dead jobs,
-	// renewals, run-at times, business effects.
-	Life Lifecycle `json:"life,omitempty"`
+	// Can is what the queue ships beyond the contract's core.
+	Can Can `json:"can,omitzero"`
+	// Life is how the rest of a job's life goes, where the queue ships it: failures, retries,
+	// dead jobs, renewals, run-at times, business effects.
+	Life Lifecycle `json:"life,omitzero"`
 }
 
 // Deletes reports whether the queue deletes a job once it is in state s.
@@ -69,19 +71,19 @@ func (sh Shape) Judged(p Property) bool { return sh.NotJudged(p) == "" }
 
 // NotJudged says why property p is not judged on the queue ("" when it is).
 func (sh Shape) NotJudged(p Property) string {
-	lc := sh.Life
+	c := sh.Can
 	switch {
 	case p == PGenerations && sh.NoGeneration:
 		return "the queue declares no generation counter"
-	case p == PWriteFencing && !lc.On && !lc.Renews:
+	case p == PWriteFencing && !c.Fail && !c.Renews():
 		return "the queue has neither fail.sql nor renew.sql"
-	case (p == PRetries || p == PDrain) && !lc.On:
+	case (p == PRetries || p == PDrain) && !c.Fail:
 		return "the queue has no fail.sql"
-	case p == PRenewal && !lc.Renews:
+	case p == PRenewal && !c.Renews():
 		return "the queue has no renew.sql"
-	case p == PScheduling && !lc.Schedules && !lc.On:
+	case p == PScheduling && !c.Delay && !c.Fail:
 		return "the queue schedules no job for later (no run-at delay, no backoff)"
-	case p == PEffects && !lc.Effects:
+	case p == PEffects && !c.Effect:
 		return "the queue has no effect.sql"
 	}
 	return ""
@@ -108,9 +110,7 @@ func (sh Shape) String() string {
 	if sh.TxBound {
 		forms = append(forms, "claims hold a transaction")
 	}
-	if l := sh.Life.String(); l != "" {
-		forms = append(forms, l)
-	}
+	forms = append(forms, sh.Life.forms(sh.Can)...)
 	return strings.Join(forms, ", ")
 }
 

@@ -148,7 +148,7 @@ func goTwin(q *sut.Queue, noGen bool) (*sut.Queue, *int) {
 	return sut.GoQueueOf(sut.GoDef{Name: q.Name + "-in-go", Declared: d,
 		New: func() sut.GoQueue {
 			g := &sqlInGo{q: q, noGen: noGen, resets: resets}
-			if q.CanFail() {
+			if q.Can().Fail {
 				return lifeInGo{g}
 			}
 			return g
@@ -235,7 +235,7 @@ func transcript(t *testing.T, in *sut.Installed) []string {
 	}
 	enqueue()
 	claim(b)
-	if in.Queue.CanFail() {
+	if in.Queue.Can().Fail {
 		out = append(out, lifeTranscript(t, in, a)...)
 	}
 	return out
@@ -353,8 +353,8 @@ func TestGoMigratorAndRescuer(t *testing.T) {
 	migrated := new(int)
 	twin := sut.GoQueueOf(sut.GoDef{Name: "rescued-in-go", Declared: q.Declared,
 		New: func() sut.GoQueue { return rescuedInGo{&sqlInGo{q: q, resets: new(int)}, migrated} }})
-	if !twin.CanRescue() || twin.Declared != q.Declared {
-		t.Fatalf("Go twin declares %+v (rescues: %v), the folder %+v", twin.Declared, twin.CanRescue(), q.Declared)
+	if !twin.Can().Rescue || twin.Declared != q.Declared {
+		t.Fatalf("Go twin declares %+v, the folder %+v", twin.Declared, q.Declared)
 	}
 	run := func(q *sut.Queue) []string {
 		in := suttest.Install(t, q)

@@ -246,8 +246,8 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 			return nil, &ContractError{source, FileConfig, err.Error()}
 		}
 	}
-	q.locks, q.rescues = q.Lock != "", q.Rescue != ""
-	if q.Shape().RescueOnly && !q.CanRescue() {
+	q.Declared.Shape.Can.Lock, q.Declared.Shape.Can.Rescue = q.Lock != "", q.Rescue != ""
+	if q.Shape().RescueOnly && !q.Can().Rescue {
 		return nil, &ContractError{source, FileRescue, "missing; queue.json declares \"reclaim\": \"rescue\", so the queue needs the step that makes expired jobs ready (" + contractLines[FileRescue] + ")"}
 	}
 	if err := q.lifecycleFiles(lifeKey); err != nil {

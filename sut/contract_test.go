@@ -96,7 +96,7 @@ func TestLoadDirAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Order != model.Any || q.Lock != "" || q.CanLock() || strings.HasSuffix(q.Expire, ";") {
+	if q.Order != model.Any || q.Lock != "" || q.Can().Lock || strings.HasSuffix(q.Expire, ";") {
 		t.Fatalf("loaded %+v", q)
 	}
 	q, err = sut.LoadDir(copySeed(t, map[string]string{
@@ -106,8 +106,8 @@ func TestLoadDirAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := model.Shape{NoGeneration: true, DoneDeleted: true, RescueOnly: true, Unfenced: true}
-	if q.Shape() != want || q.FixedLease != time.Hour || !q.OpaqueIDs || !q.CanRescue() || !q.CanLock() {
+	want := model.Shape{NoGeneration: true, DoneDeleted: true, RescueOnly: true, Unfenced: true, Can: model.Can{Lock: true, Rescue: true}}
+	if q.Shape() != want || q.FixedLease != time.Hour || !q.OpaqueIDs {
 		t.Fatalf("declared %+v, want shape %+v, a fixed lease of 1h, opaque ids, a rescue step and a locker", q.Declared, want)
 	}
 }

@@ -7,10 +7,10 @@ import (
 )
 
 // Declared is everything the model and the modes must know of a queue, in one place: the order
-// its claims take jobs in, the shape the model judges it by, the lease it fixes itself, whether
-// its ids are its own, and whether it can row-lock a job or rescue expired ones. A folder's comes
-// from queue.json and the files present (lock.sql, rescue.sql); a Go queue's from its GoDef and
-// the interfaces its GoQueue implements. The zero value, in a GoDef, is the seed's form: claims
+// its claims take jobs in, the shape the model judges it by (with what the queue ships beyond
+// the contract's core, Shape.Can), the lease it fixes itself, and whether its ids are its own.
+// A folder's comes from queue.json and the files present; a Go queue's from its GoDef and the
+// interfaces its GoQueue implements. The zero value, in a GoDef, is the seed's form: claims
 // in lowest-id order, each asking for its own lease, of a queue that counts generations, keeps
 // done rows and promises fencing.
 type Declared struct {
@@ -40,19 +40,14 @@ type Declared struct {
 	// transaction that holds its job), so none of them is drawn inside one. It implies
 	// ClaimsAlone.
 	WorkAlone bool
-
-	// What the queue can do beyond the contract's core, found by the backend's constructor in
-	// what the queue ships: lock.sql or a GoLocker, rescue.sql. (The lifecycle's capabilities
-	// are in Shape.Life, which judges by them.)
-	locks, rescues bool
 }
 
-// CanLock reports whether the queue can row-lock a job (lock.sql, or a GoLocker); without it
-// lockers cannot run.
-func (d Declared) CanLock() bool { return d.locks }
-
-// CanRescue reports whether the queue has a rescue step (rescue.sql).
-func (d Declared) CanRescue() bool { return d.rescues }
+// Can is what the queue ships beyond the contract's core (Shape.Can), made once, as the queue
+// is loaded, from the optional files a folder holds or the interfaces a Go queue implements
+// (GoLocker, GoRescuer, GoFailer, ...): lock.sql, rescue.sql, fail.sql, renew.sql (per claim,
+// or by worker where leases are the worker's), a run-at delay (known once installed), effect.sql
+// with effects.sql.
+func (d Declared) Can() model.Can { return d.Shape.Can }
 
 // Shape is the part of the declaration the specification judges by.
 func (q *Queue) Shape() model.Shape { return q.Declared.Shape }

@@ -12,33 +12,33 @@ import (
 
 // form is what a queue must declare: everything the model and the modes read of it.
 type form struct {
-	order              model.Order
-	shape              model.Shape
-	lease              time.Duration
-	opaque             bool
-	canLock, canRescue bool
+	order  model.Order
+	shape  model.Shape
+	lease  time.Duration
+	opaque bool
 }
 
 // Every queue the suite ships or judges beside the built-ins declares what its files (or its Go
 // definition) say, read through the one declaration; a queue added without an entry here, or an
 // entry whose queue is gone, fails too.
 func TestDeclarations(t *testing.T) {
+	lock, lockRescue := model.Can{Lock: true}, model.Can{Lock: true, Rescue: true}
 	want := map[string]form{
-		"built-in seed":     {order: model.LowestID, canLock: true},
-		"built-in split":    {order: model.Any, canLock: true},
-		"built-in subquery": {order: model.LowestID, canLock: true},
-		"built-in lifecycle": {order: model.LowestID, canLock: true, shape: model.Shape{Life: model.Lifecycle{
-			On: true, MaxAttempts: 3, Backoff: 100 * time.Millisecond, Factor: 2, Renews: true, Effects: true}}},
-		"at-least-once":       {order: model.LowestID, shape: model.Shape{Unfenced: true}, canLock: true},
-		"claimed-executions":  {order: model.LowestID, shape: model.Shape{NoGeneration: true}, canLock: true},
-		"deleted-uuid":        {order: model.LowestID, shape: model.Shape{DoneDeleted: true}, opaque: true, canLock: true},
-		"deleted-text-tokens": {order: model.LowestID, shape: model.Shape{DoneDeleted: true, NoGeneration: true}, opaque: true, canLock: true},
-		"rescued":             {order: model.LowestID, shape: model.Shape{RescueOnly: true}, lease: time.Second, canLock: true, canRescue: true},
-		"rescued-retries": {order: model.LowestID, lease: time.Second, canLock: true, canRescue: true, shape: model.Shape{RescueOnly: true,
-			Life: model.Lifecycle{On: true, MaxAttempts: 2, Backoff: 20 * time.Millisecond, Factor: 2, AttemptsAtClaim: true, LapsesCount: true, RescueBackoff: true}}},
-		"heartbeat":                        {order: model.LowestID, shape: model.Shape{Life: model.Lifecycle{Renews: true, WorkerLease: true}}, canLock: true},
+		"built-in seed":     {order: model.LowestID, shape: model.Shape{Can: lock}},
+		"built-in split":    {order: model.Any, shape: model.Shape{Can: lock}},
+		"built-in subquery": {order: model.LowestID, shape: model.Shape{Can: lock}},
+		"built-in lifecycle": {order: model.LowestID, shape: model.Shape{Can: model.Can{Lock: true, Fail: true, Renew: true, Effect: true},
+			Life: model.Lifecycle{MaxAttempts: 3, Backoff: 100 * time.Millisecond, Factor: 2}}},
+		"at-least-once":       {order: model.LowestID, shape: model.Shape{Unfenced: true, Can: lock}},
+		"claimed-executions":  {order: model.LowestID, shape: model.Shape{NoGeneration: true, Can: lock}},
+		"deleted-uuid":        {order: model.LowestID, shape: model.Shape{DoneDeleted: true, Can: lock}, opaque: true},
+		"deleted-text-tokens": {order: model.LowestID, shape: model.Shape{DoneDeleted: true, NoGeneration: true, Can: lock}, opaque: true},
+		"rescued":             {order: model.LowestID, shape: model.Shape{RescueOnly: true, Can: lockRescue}, lease: time.Second},
+		"rescued-retries": {order: model.LowestID, lease: time.Second, shape: model.Shape{RescueOnly: true, Can: model.Can{Lock: true, Rescue: true, Fail: true},
+			Life: model.Lifecycle{MaxAttempts: 2, Backoff: 20 * time.Millisecond, Factor: 2, AttemptsAtClaim: true, LapsesCount: true, RescueBackoff: true}}},
+		"heartbeat":                        {order: model.LowestID, shape: model.Shape{Can: model.Can{Lock: true, Heartbeat: true}, Life: model.Lifecycle{WorkerLease: true}}},
 		"registered txbound":               {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
-		"registered effects":               {order: model.LowestID, shape: model.Shape{Life: model.Lifecycle{Effects: true}}, canLock: true},
+		"registered effects":               {order: model.LowestID, shape: model.Shape{Can: model.Can{Lock: true, Effect: true}}},
 		"registered txbound-commits-early": {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
 	}
 	variants, err := sut.Variants(suttest.ModuleDir(t, "."))
@@ -67,7 +67,7 @@ func TestDeclarations(t *testing.T) {
 			t.Errorf("%s: no declaration expected; add the queue's form to this test", key)
 			continue
 		}
-		got := form{q.Order, q.Shape(), q.FixedLease, q.OpaqueIDs, q.CanLock(), q.CanRescue()}
+		got := form{q.Order, q.Shape(), q.FixedLease, q.OpaqueIDs}
 		if got != w {
 			t.Errorf("%s declares %+v, want %+v", key, got, w)
 		}

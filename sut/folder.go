@@ -187,7 +187,7 @@ func (f *folder) expire(ctx context.Context, s *Session, id int64) (Clock, error
 }
 
 func (f *folder) rescue(ctx context.Context, s *Session) ([]int64, Clock, error) {
-	if !f.q.CanRescue() {
+	if !f.q.Can().Rescue {
 		return nil, Clock{}, lacks(f.q, FileRescue)
 	}
 	r, clk, err := s.timed(ctx, FileRescue, f.q.Rescue)
@@ -220,7 +220,7 @@ func (f *folder) snapshot(ctx context.Context, s *Session) ([]model.Row, Clock, 
 			out[i].Generation = s.in.ids.generation(out[i].ID)
 		}
 		var kept *string
-		if f.q.CanFail() {
+		if f.q.Can().Fail {
 			col = append(col, &out[i].Attempts, &kept)
 		}
 		for c, d := range col {
@@ -240,7 +240,7 @@ func (f *folder) snapshot(ctx context.Context, s *Session) ([]model.Row, Clock, 
 }
 
 func (f *folder) lock(ctx context.Context, s *Session, id int64) error {
-	if !f.q.CanLock() {
+	if !f.q.Can().Lock {
 		return lacks(f.q, FileLock)
 	}
 	arg, err := f.idArg(s, id)
@@ -294,7 +294,7 @@ func (f *folder) shapes() []shape {
 		token = []string{"id", "token..."}
 		snapCols, snapNames = []colKind{idCol, anyCol, boolCol}, "id, state, lease_live"
 	}
-	if q.CanFail() {
+	if q.Can().Fail {
 		snapCols, snapNames = append(snapCols, intCol, anyCol), snapNames+", attempts, error"
 	}
 	s := []shape{
@@ -304,10 +304,10 @@ func (f *folder) shapes() []shape {
 		{FileExpire, q.Expire, []string{"id"}, nil, ""},
 		{FileSnapshot, q.Snapshot, nil, snapCols, snapNames},
 	}
-	if q.CanLock() {
+	if q.Can().Lock {
 		s = append(s, shape{FileLock, q.Lock, []string{"id"}, nil, ""})
 	}
-	if q.CanRescue() {
+	if q.Can().Rescue {
 		s = append(s, shape{FileRescue, q.Rescue, nil, []colKind{idCol}, "id"})
 	}
 	return append(s, f.lifeShapes(token)...)
@@ -317,16 +317,16 @@ func (f *folder) shapes() []shape {
 func (f *folder) lifeShapes(token []string) []shape {
 	q := f.q
 	var s []shape
-	if q.CanFail() {
+	if q.Can().Fail {
 		s = append(s, shape{FileFail, q.Fail, append(append([]string(nil), token...), "retryable (boolean)", "error text"), []colKind{intCol}, "rows changed"})
 	}
 	switch {
-	case q.CanRenew() && q.Shape().Life.WorkerLease:
+	case q.Can().Heartbeat:
 		s = append(s, shape{FileRenew, q.Renew, []string{"worker name (text)", "lease length"}, []colKind{idCol}, "id"})
-	case q.CanRenew():
+	case q.Can().Renew:
 		s = append(s, shape{FileRenew, q.Renew, append(append([]string(nil), token...), "lease length"), []colKind{intCol}, "rows changed"})
 	}
-	if q.CanEffect() {
+	if q.Can().Effect {
 		s = append(s, shape{FileEffect, q.Effect, []string{"id"}, nil, ""},
 			shape{FileEffects, q.Effects, nil, []colKind{idCol, intCol}, "id, count"})
 	}
@@ -360,7 +360,7 @@ func (f *folder) checkParams(s shape, oids []uint32) error {
 	case s.file == FileClaim && len(oids) == want+1:
 		got += fmt.Sprintf(" ($%d of type oid %d)", want+1, oids[want])
 	case s.file == FileEnqueue && len(oids) == 2 && oids[1] == intervalOID:
-		f.delays, f.q.Declared.Shape.Life.Schedules = true, true
+		f.delays, f.q.Declared.Shape.Can.Delay = true, true
 		return nil
 	case s.file == FileEnqueue && len(oids) == 2:
 		return &ContractError{f.q.Source, s.file, fmt.Sprintf("$2 has type oid %d; the contract passes $1 the payload (jsonb), then optionally the run-at delay (interval)", oids[1])}

@@ -11,21 +11,21 @@ import (
 // The folder's lifecycle statements (lifecycle.go).
 
 func (f *folder) fail(ctx context.Context, s *Session, id, gen int64, retryable bool, text string) (int64, Clock, error) {
-	if !f.q.CanFail() {
+	if !f.q.Can().Fail {
 		return 0, Clock{}, lacks(f.q, FileFail)
 	}
 	return f.rowsChanged(ctx, s, FileFail, f.q.Fail, id, gen, retryable, text)
 }
 
 func (f *folder) renew(ctx context.Context, s *Session, id, gen int64, lease time.Duration) (int64, Clock, error) {
-	if !f.q.CanRenew() || f.q.Shape().Life.WorkerLease {
+	if !f.q.Can().Renew {
 		return 0, Clock{}, lacks(f.q, FileRenew+" taking a claim's token")
 	}
 	return f.rowsChanged(ctx, s, FileRenew, f.q.Renew, id, gen, leaseArg(f.q.Shape().Life, lease))
 }
 
 func (f *folder) heartbeat(ctx context.Context, s *Session, lease time.Duration) ([]int64, Clock, error) {
-	if !f.q.CanRenew() || !f.q.Shape().Life.WorkerLease {
+	if !f.q.Can().Heartbeat {
 		return nil, Clock{}, lacks(f.q, FileRenew+" taking a worker's name")
 	}
 	r, clk, err := s.timed(ctx, FileRenew, f.q.Renew, s.Worker, leaseArg(f.q.Shape().Life, lease))
@@ -42,7 +42,7 @@ func (f *folder) heartbeat(ctx context.Context, s *Session, lease time.Duration)
 }
 
 func (f *folder) effect(ctx context.Context, s *Session, id int64) (Clock, error) {
-	if !f.q.CanEffect() {
+	if !f.q.Can().Effect {
 		return Clock{}, lacks(f.q, FileEffect)
 	}
 	arg, err := f.idArg(s, id)
@@ -54,7 +54,7 @@ func (f *folder) effect(ctx context.Context, s *Session, id int64) (Clock, error
 }
 
 func (f *folder) effects(ctx context.Context, s *Session) ([]model.EffectCount, Clock, error) {
-	if !f.q.CanEffect() {
+	if !f.q.Can().Effect {
 		return nil, Clock{}, lacks(f.q, FileEffects)
 	}
 	r, clk, err := s.timed(ctx, FileEffects, f.q.Effects)

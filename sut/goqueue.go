@@ -149,13 +149,13 @@ func (d GoDef) queue() *Queue {
 		q.Order = model.LowestID
 	}
 	g := d.New()
-	_, q.locks = g.(GoLocker)
-	_, q.rescues = g.(GoRescuer)
-	lc := &q.Declared.Shape.Life
-	_, lc.On = g.(GoFailer)
-	_, lc.Renews = g.(GoRenewer)
-	_, lc.Schedules = g.(GoScheduler)
-	_, lc.Effects = g.(GoEffector)
+	can := &q.Declared.Shape.Can
+	_, can.Lock = g.(GoLocker)
+	_, can.Rescue = g.(GoRescuer)
+	_, can.Fail = g.(GoFailer)
+	_, can.Renew = g.(GoRenewer)
+	_, can.Delay = g.(GoScheduler)
+	_, can.Effect = g.(GoEffector)
 	return q
 }
 

@@ -97,32 +97,25 @@ func (d *Declared) declareLife(c lifeConfig) (lifeKey string, err error) {
 // lifecycleFiles checks the lifecycle's files against each other and queue.json, and records
 // what they make the queue do.
 func (q *Queue) lifecycleFiles(lifeKey string) error {
-	lc := &q.Declared.Shape.Life
-	lc.On, lc.Renews, lc.Effects = q.Fail != "", q.Renew != "", q.Effect != "" && q.Effects != ""
+	lc, can := &q.Declared.Shape.Life, &q.Declared.Shape.Can
+	can.Fail, can.Effect = q.Fail != "", q.Effect != "" && q.Effects != ""
+	can.Renew, can.Heartbeat = q.Renew != "" && !lc.WorkerLease, q.Renew != "" && lc.WorkerLease
 	switch {
-	case lifeKey != "" && !lc.On:
+	case lifeKey != "" && !can.Fail:
 		return &ContractError{q.Source, FileFail, fmt.Sprintf("missing; queue.json declares %q, which speaks of failed attempts (%s)", lifeKey, contractLines[FileFail])}
 	case q.Effect != "" && q.Effects == "":
 		return &ContractError{q.Source, FileEffects, "missing; effect.sql writes business effects, and the suite counts them with effects.sql (" + contractLines[FileEffects] + ")"}
 	case q.Effects != "" && q.Effect == "":
 		return &ContractError{q.Source, FileEffect, "missing; effects.sql counts business effects, which effect.sql writes (" + contractLines[FileEffect] + ")"}
-	case lc.WorkerLease && !lc.Renews:
+	case lc.WorkerLease && !can.Heartbeat:
 		return &ContractError{q.Source, FileRenew, "missing; queue.json declares \"lease_owner\": \"worker\", whose heartbeat renews the worker's leases ($1 worker name, $2 lease -> one row per job it extended: id)"}
 	case lc.LapsesCount && !q.Shape().RescueOnly:
 		return &ContractError{q.Source, FileConfig, "a lapsed lease counts as an attempt here, so declare \"reclaim\": \"rescue\": the rescue step decides whether a lapsed job is retried or dead"}
-	case lc.RescueBackoff && !q.CanRescue():
+	case lc.RescueBackoff && !can.Rescue:
 		return &ContractError{q.Source, FileRescue, "missing; queue.json declares \"rescue_backoff\", which is the rescue step's (" + contractLines[FileRescue] + ")"}
 	}
 	return nil
 }
-
-// CanFail, CanRenew, CanDelay and CanEffect report what the queue ships of the lifecycle:
-// fail.sql, renew.sql, an enqueue that takes a run-at delay (known once installed), effect.sql
-// with effects.sql. A Go queue's come from the interfaces its GoQueue implements.
-func (d Declared) CanFail() bool   { return d.Shape.Life.On }
-func (d Declared) CanRenew() bool  { return d.Shape.Life.Renews }
-func (d Declared) CanDelay() bool  { return d.Shape.Life.Schedules }
-func (d Declared) CanEffect() bool { return d.Shape.Life.Effects }
 
 // leaseArg is a lease as the queue takes it: an interval, or whole seconds rounded up.
 func leaseArg(lc model.Lifecycle, d time.Duration) any {

@@ -74,9 +74,9 @@ func TestLifecycleLoadErrors(t *testing.T) {
 
 func TestLifecycleLoadAccepts(t *testing.T) {
 	q := sut.MustBuiltin("lifecycle")
-	want := model.Lifecycle{On: true, MaxAttempts: 3, Backoff: 100 * time.Millisecond, Factor: 2, Renews: true, Effects: true}
-	if q.Shape().Life != want || q.Reset == "" {
-		t.Fatalf("the lifecycle queue declares %+v (reset %q), want %+v and a reset.sql", q.Shape().Life, q.Reset, want)
+	want, can := model.Lifecycle{MaxAttempts: 3, Backoff: 100 * time.Millisecond, Factor: 2}, model.Can{Lock: true, Fail: true, Renew: true, Effect: true}
+	if q.Shape().Life != want || q.Can() != can || q.Reset == "" {
+		t.Fatalf("the lifecycle queue declares %+v, shipping %+v (reset %q), want %+v, %+v and a reset.sql", q.Shape().Life, q.Can(), q.Reset, want, can)
 	}
 	q, err := sut.LoadDir(copyLifecycle(t, map[string]string{
 		sut.FileConfig: `{"max_attempts": 5, "attempts": "claim", "reclaim": "rescue", "rescue_backoff": true, "backoff": {"base": "1s"}}`,
@@ -122,7 +122,7 @@ func TestLifecycleInstallValidates(t *testing.T) {
 func TestLifecycleStatements(t *testing.T) {
 	ctx := context.Background()
 	in := suttest.Install(t, sut.MustBuiltin("lifecycle"))
-	if !in.Queue.CanDelay() {
+	if !in.Queue.Can().Delay {
 		t.Fatal("enqueue.sql takes a run-at delay, but the installed queue does not say so")
 	}
 	s, err := in.Connect(ctx, "w0", sut.SessionOptions{})

@@ -171,16 +171,10 @@ func (s *Session) Rescue(ctx context.Context) ([]int64, Clock, error) {
 	return s.in.be.rescue(ctx, s)
 }
 
-// CanRescue reports whether the queue has a rescue step.
-func (s *Session) CanRescue() bool { return s.q.CanRescue() }
-
 // Snapshot reads every job (every live job, where done rows are deleted), ordered by job.
 func (s *Session) Snapshot(ctx context.Context) ([]model.Row, Clock, error) {
 	return s.in.be.snapshot(ctx, s)
 }
-
-// CanLock reports whether the queue can row-lock a job, without which lockers cannot run.
-func (s *Session) CanLock() bool { return s.q.CanLock() }
 
 // Begin, Lock, Commit and Rollback drive a locker: a session that holds a job's row lock in an
 // open transaction, as the seed's manual-locker does.

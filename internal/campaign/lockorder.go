@@ -29,7 +29,7 @@ type lockOrderHunter struct{ w *Worker }
 func (h *lockOrderHunter) Close() {}
 
 func (h *lockOrderHunter) Round(ctx context.Context, n int) ([]*Failure, error) {
-	if !h.w.In.Queue.CanEffect() {
+	if !h.w.In.Queue.Can().Effect {
 		// Nothing to interleave: the round costs what a round of another mode does.
 		return nil, waitOr(ctx, time.Second)
 	}

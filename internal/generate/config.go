@@ -7,6 +7,7 @@ import (
 	"github.com/pgqcheck/pgqcheck/internal/faultproxy"
 	"github.com/pgqcheck/pgqcheck/internal/program"
 	"github.com/pgqcheck/pgqcheck/internal/program/lifecycle"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Weights is how often a generator draws each kind of operation: generation is configuration,
@@ -47,8 +48,9 @@ type Kind struct {
 	// Prefix and Suffix in a scheduled program's prefix and sessions; RealTime among the kinds
 	// a suffix's "real-time" kind draws.
 	Seq, SeqRT, Prefix, Suffix, RealTime int
-	// Needs is what the queue must ship for the kind to be drawn (every field set).
-	Needs Can
+	// Needs is what the kind needs of what the queue ships (and the run provides) to be drawn;
+	// nil: nothing beyond the core.
+	Needs func(model.Can) bool
 	// Draw draws the kind's operations: usually one, or a few that belong together (a timed
 	// claim and the pause to its lease's edge), which a program holds and a shrink removes
 	// together. None: the kind does not apply now.
@@ -73,7 +75,7 @@ var Kinds = []*Kind{
 	{Name: "complete", Seq: 4, SeqRT: 4, Prefix: 1, Suffix: 4, Draw: complete},
 	{Name: "expire-claimed", Prefix: 2, Suffix: 3, Draw: expireClaimed},
 	{Name: "claim-txn", Seq: 1, Suffix: 3, Draw: func(d *Draw) []program.Op { return claimTxn(d, false) }},
-	{Name: "lock-txn", Suffix: 2, Needs: Can{Lock: true}, Draw: lockTxn},
+	{Name: "lock-txn", Suffix: 2, Needs: locks, Draw: lockTxn},
 	{Name: "enqueue-one", Prefix: 1, Suffix: 1, Draw: enqueueOne},
 	{Name: "snapshot", Suffix: 1, Draw: func(d *Draw) []program.Op { return one(program.Snapshot{S: d.Worker()}) }},
 	{Name: "real-time", Suffix: 1, Draw: func(d *Draw) []program.Op { return d.From(RealTime, "real time") }},
@@ -84,11 +86,11 @@ var Kinds = []*Kind{
 	{Name: "timed-claim-txn", SeqRT: 1, RealTime: 1, Draw: func(d *Draw) []program.Op { return claimTxn(d, true) }},
 	{Name: "edge-complete", RealTime: 8, Draw: edgeComplete},
 	{Name: "proxy-fault", Suffix: 2, Draw: proxyFault},
-	{Name: "rescue", Seq: 2, SeqRT: 2, Suffix: 2, Needs: Can{Rescue: true}, Draw: func(d *Draw) []program.Op { return one(program.Rescue{S: d.Worker()}) }},
+	{Name: "rescue", Seq: 2, SeqRT: 2, Suffix: 2, Needs: rescues, Draw: func(d *Draw) []program.Op { return one(program.Rescue{S: d.Worker()}) }},
 	{Name: "enqueue", Seq: 3, SeqRT: 3, Draw: func(d *Draw) []program.Op { return one(program.Enqueue{N: d.Choose(1, 3, "n")}) }},
 	{Name: "expire", Seq: 1, SeqRT: 1, Draw: expire},
-	{Name: "lock", Seq: 2, SeqRT: 2, Needs: Can{Lock: true}, Draw: lock},
-	{Name: "release", Seq: 2, SeqRT: 2, Needs: Can{Lock: true}, Draw: release},
+	{Name: "lock", Seq: 2, SeqRT: 2, Needs: locks, Draw: lock},
+	{Name: "release", Seq: 2, SeqRT: 2, Needs: locks, Draw: release},
 	{Name: "crash", Seq: 1, SeqRT: 1, Draw: onHolder(func(w string) program.Op { return program.Crash{W: w} })},
 	{Name: "drain", Seq: 1, SeqRT: 1, Draw: func(d *Draw) []program.Op { return one(program.Drain{S: d.Worker()}) }},
 	{Name: "pause", Seq: 2, SeqRT: 2, Draw: onHolder(func(w string) program.Op { return program.Pause{W: w} })},
@@ -101,16 +103,16 @@ var Kinds = []*Kind{
 	// newest; enqueues due later; completions that carry their business effect; and in real
 	// time, a renewal that keeps a lease past its first end while another worker claims, and
 	// pauses to the edge of a backoff or a run-at time followed by a claim.
-	{Name: "fail", Seq: 3, SeqRT: 2, Prefix: 1, Suffix: 2, Needs: Can{Fail: true}, Draw: fail},
-	{Name: "renew", Seq: 2, SeqRT: 1, Suffix: 2, Needs: Can{Renew: true}, Draw: renew},
-	{Name: "heartbeat", Seq: 2, SeqRT: 1, Suffix: 2, Needs: Can{Heartbeat: true}, Draw: heartbeat},
-	{Name: "enqueue-later", Seq: 1, SeqRT: 1, Prefix: 1, Suffix: 1, Needs: Can{Delay: true}, Draw: enqueueLater},
-	{Name: "effect-complete", Seq: 3, SeqRT: 2, Suffix: 2, Needs: Can{Effect: true}, Draw: effectComplete},
-	{Name: "renew-edge", SeqRT: 2, Needs: Can{Renew: true}, Draw: renewEdge},
-	{Name: "heartbeat-edge", SeqRT: 2, Needs: Can{Heartbeat: true}, Draw: heartbeatEdge},
-	{Name: "backoff-edge", SeqRT: 2, Needs: Can{Fail: true}, Draw: backoffEdge},
-	{Name: "run-at-edge", SeqRT: 1, Needs: Can{Delay: true}, Draw: runAtEdge},
-	{Name: "count-effects", Suffix: 1, Needs: Can{Effect: true}, Draw: func(d *Draw) []program.Op { return one(lifecycle.CountEffects{S: d.Worker()}) }},
+	{Name: "fail", Seq: 3, SeqRT: 2, Prefix: 1, Suffix: 2, Needs: fails, Draw: fail},
+	{Name: "renew", Seq: 2, SeqRT: 1, Suffix: 2, Needs: renews, Draw: renew},
+	{Name: "heartbeat", Seq: 2, SeqRT: 1, Suffix: 2, Needs: heartbeats, Draw: heartbeat},
+	{Name: "enqueue-later", Seq: 1, SeqRT: 1, Prefix: 1, Suffix: 1, Needs: delays, Draw: enqueueLater},
+	{Name: "effect-complete", Seq: 3, SeqRT: 2, Suffix: 2, Needs: effects, Draw: effectComplete},
+	{Name: "renew-edge", SeqRT: 2, Needs: renews, Draw: renewEdge},
+	{Name: "heartbeat-edge", SeqRT: 2, Needs: heartbeats, Draw: heartbeatEdge},
+	{Name: "backoff-edge", SeqRT: 2, Needs: fails, Draw: backoffEdge},
+	{Name: "run-at-edge", SeqRT: 1, Needs: delays, Draw: runAtEdge},
+	{Name: "count-effects", Suffix: 1, Needs: effects, Draw: func(d *Draw) []program.Op { return one(lifecycle.CountEffects{S: d.Worker()}) }},
 	// Statements landed at a lease's edge as closely as the claim's window allows, and
 	// transactions open across an edge (edges.go): what resolves a lease read a few
 	// milliseconds wrong, or read at the transaction's start.
@@ -119,13 +121,23 @@ var Kinds = []*Kind{
 	{Name: "tight-edge-then", SeqRT: 4, Draw: tightEdgeThen},
 	{Name: "tight-claim-txn", SeqRT: 2, Draw: tightClaimTxn},
 	{Name: "tight-complete-txn", SeqRT: 2, Draw: tightCompleteTxn},
-	{Name: "tight-rescue-txn", SeqRT: 2, Needs: Can{Rescue: true}, Draw: tightRescueTxn},
-	{Name: "tight-rescue-edge", SeqRT: 3, Needs: Can{Rescue: true}, Draw: tightRescueEdge},
+	{Name: "tight-rescue-txn", SeqRT: 2, Needs: rescues, Draw: tightRescueTxn},
+	{Name: "tight-rescue-edge", SeqRT: 3, Needs: rescues, Draw: tightRescueEdge},
 	// A worker's external effect, called between its claim and its completion, where the run
 	// has a destination (effectdest); now and then with a fault on the call. Its stale callers
 	// come from the pauses past the lease and the older tokens drawn as for completions.
-	{Name: "call-complete", Seq: 4, SeqRT: 3, Needs: Can{External: true}, Draw: callComplete},
+	{Name: "call-complete", Seq: 4, SeqRT: 3, Needs: calls, Draw: callComplete},
 }
+
+// What the kinds need: each a capability of model.Can.
+func locks(c model.Can) bool      { return c.Lock }
+func rescues(c model.Can) bool    { return c.Rescue }
+func fails(c model.Can) bool      { return c.Fail }
+func renews(c model.Can) bool     { return c.Renew }
+func heartbeats(c model.Can) bool { return c.Heartbeat }
+func delays(c model.Can) bool     { return c.Delay }
+func effects(c model.Can) bool    { return c.Effect }
+func calls(c model.Can) bool      { return c.External }
 
 // FuzzCodes is FuzzQueue's encoding: a step's first byte, modulo their number, is the position
 // of its kind here. New kinds go at the end, which keeps every corpus file written by the

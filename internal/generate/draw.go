@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/pgqcheck/pgqcheck/internal/program"
-	"github.com/pgqcheck/pgqcheck/sut"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // Dialect is how a mode resolves what an operation runs on and names.
@@ -130,38 +130,11 @@ func (k *Kind) Weight(col Column) int {
 	return [...]int{SeqPlain: k.Seq, SeqRealTime: k.SeqRT, Prefix: k.Prefix, Suffix: k.Suffix, RealTime: k.RealTime}[col]
 }
 
-// Can is what a queue ships beyond the contract's core; a kind that needs what it lacks is
-// not drawn. Lock and Rescue: lock.sql, rescue.sql. The lifecycle's: fail.sql (Fail), renew.sql
-// per claim (Renew) or as a worker's heartbeat (Heartbeat), a run-at delay (Delay), effect.sql
-// (Effect).
-//
-// External: the run has a destination for external effects (effectdest), which only a run
-// that starts one has, whatever the queue ships.
-type Can struct{ Lock, Rescue, Fail, Renew, Heartbeat, Delay, Effect, External bool }
-
-// CanOf is what the world's queue ships.
-func CanOf(w *program.World) Can {
-	lc := w.Life
-	return Can{Lock: w.CanLock, Rescue: w.CanRescue, Fail: lc.On, Renew: lc.Renews && !lc.WorkerLease,
-		Heartbeat: lc.Renews && lc.WorkerLease, Delay: lc.Schedules, Effect: lc.Effects, External: w.Dest != ""}
-}
-
-// CanQueue is what an installed queue ships (its run-at delay is known once installed).
-func CanQueue(q *sut.Queue) Can {
-	lc := q.Shape().Life
-	return Can{Lock: q.CanLock(), Rescue: q.CanRescue(), Fail: lc.On, Renew: lc.Renews && !lc.WorkerLease,
-		Heartbeat: lc.Renews && lc.WorkerLease, Delay: lc.Schedules, Effect: lc.Effects}
-}
-
-func (k *Kind) drawnOn(can Can) bool {
-	n := k.Needs
-	return (!n.Lock || can.Lock) && (!n.Rescue || can.Rescue) && (!n.Fail || can.Fail) && (!n.Renew || can.Renew) &&
-		(!n.Heartbeat || can.Heartbeat) && (!n.Delay || can.Delay) && (!n.Effect || can.Effect) && (!n.External || can.External)
-}
+func (k *Kind) drawnOn(can model.Can) bool { return k.Needs == nil || k.Needs(can) }
 
 // Layout is a column's kinds laid out for drawing: each as often as its weight, in the table's
 // order, so that the same choice always picks the same kind.
-func Layout(col Column, can Can) []*Kind {
+func Layout(col Column, can model.Can) []*Kind {
 	var out []*Kind
 	for _, k := range Kinds {
 		if !k.drawnOn(can) {

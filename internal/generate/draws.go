@@ -150,7 +150,7 @@ func edgeThen(d *Draw) []program.Op {
 	w := ops[0].(program.Near).W
 	by := d.Other(w)
 	thens := []program.Op{nil, program.Claim{S: by}, program.Complete{S: w}}
-	if d.W.CanRescue { // the rescuer must leave a live lease alone
+	if d.W.Can.Rescue { // the rescuer must leave a live lease alone
 		thens = append(thens, program.Rescue{S: by})
 	}
 	if then := thens[d.Choose(0, len(thens)-1, "then")]; then != nil {

@@ -75,7 +75,7 @@ var waiters = []int{2, 1}
 
 // Run runs the interleaving once on a freshly reset queue, which must ship effect.sql.
 func Run(ctx context.Context, in *sut.Installed, policy RetryPolicy) (*Outcome, error) {
-	if !in.Queue.CanEffect() {
+	if !in.Queue.Can().Effect {
 		return nil, fmt.Errorf("lockorder: %s has no %s", in.Queue.Source, sut.FileEffect)
 	}
 	if err := in.Reset(ctx); err != nil {

@@ -331,7 +331,7 @@ func (o Rescue) String() string { return on(o.S) + fmtRescue }
 func (o Rescue) On() string     { return o.S }
 func (o Rescue) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && w.CanRescue && (!s.InTxn || s.Work)
+	return ok && w.Can.Rescue && (!s.InTxn || s.Work)
 }
 func (o Rescue) Stmts(w *World) []Stmt { return []Stmt{RescueStmt{}} }
 
@@ -476,7 +476,7 @@ func (o Lock) String() string { return on(o.S) + fmt.Sprintf(fmtLock, o.Job) }
 func (o Lock) On() string     { return o.S }
 func (o Lock) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	if !ok || !w.CanLock || !w.Known(o.Job) || s.Aborted {
+	if !ok || !w.Can.Lock || !w.Known(o.Job) || s.Aborted {
 		return false
 	}
 	if w.NoWaits {
@@ -651,7 +651,7 @@ func (o RescueTxn) Parts() []Op {
 }
 func (o RescueTxn) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && w.CanRescue && !s.InTxn && !w.TxBound && Near{W: o.Edge, After: true, Tight: true}.Applicable(w)
+	return ok && w.Can.Rescue && !s.InTxn && !w.TxBound && Near{W: o.Edge, After: true, Tight: true}.Applicable(w)
 }
 
 // txnLine prints a transaction's parts on one line, each without the session they share.

@@ -111,11 +111,12 @@ type World struct {
 	// NoTxnWork: only row locks happen inside transactions (sequential mode, whose model
 	// applies each statement when it returns; a queue that declares WorkAlone).
 	NoTxnWork bool
-	CanLock   bool // the queue ships lock.sql
-	CanRescue bool // the queue ships rescue.sql
-	// Life is the queue's lifecycle (fail.sql, renew.sql, run-at delays, effects), which its
-	// operations apply by; DueBy is the latest database time at which a job the run scheduled
-	// (a run-at delay, a failure's backoff) becomes due, which a drain waits for.
+	// Can is what the queue ships beyond the core, and whether the run calls a destination
+	// (External, with Dest): an operation applies only where what it needs is there.
+	Can model.Can
+	// Life is how the queue's lifecycle goes, which its operations apply by; DueBy is the latest
+	// database time at which a job the run scheduled (a run-at delay, a failure's backoff)
+	// becomes due, which a drain waits for.
 	Life  model.Lifecycle
 	DueBy time.Duration
 	// TxBound: the queue's claims hold the session's transaction; the harness opens none of its
@@ -149,7 +150,7 @@ type World struct {
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
-	w := &World{CanLock: q.CanLock(), CanRescue: q.CanRescue(), TxBound: q.Shape().TxBound, ClaimsAlone: q.ClaimsAlone || q.WorkAlone,
+	w := &World{Can: q.Can(), TxBound: q.Shape().TxBound, ClaimsAlone: q.ClaimsAlone || q.WorkAlone,
 		NoTxnWork: q.WorkAlone, FixedLease: q.FixedLease, Lease: LongLease,
 		Life: q.Shape().Life, Clock: &dbtime.Clock{}}
 	if q.FixedLease != 0 {

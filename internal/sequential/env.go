@@ -84,15 +84,12 @@ func (e *Env) connect(ctx context.Context, name string) error {
 // operations apply from now on, and every check compares what d holds with the model (property
 // 17). The caller owns d and closes it; each Reset empties it with the queue.
 func (e *Env) UseDest(d *effectdest.Dest) {
-	e.dest, e.W.Dest = d, d.URL()
+	e.dest, e.W.Dest, e.W.Can.External = d, d.URL(), true
 	d.Reset()
 }
 
 // World is the environment's world, for procedures.
 func (e *Env) World() *program.World { return e.W }
-
-// CanLock reports whether the queue ships lock.sql (without it, lock operations never apply).
-func (e *Env) CanLock() bool { return e.W.CanLock }
 
 // Reset ends every open transaction, empties the queue and starts a fresh model, so the next
 // run begins from exactly the state a fresh install would have.
@@ -377,7 +374,7 @@ func (e *Env) fault(ctx context.Context, s *program.Session, k program.FaultKind
 // drained checks what a drain promises: every job no row lock holds is done, completed once;
 // where the queue has a lifecycle, done or dead (property 15).
 func (e *Env) drained(d program.Drain) error {
-	p, life := model.PRecovery, e.W.Life.On
+	p, life := model.PRecovery, e.W.Can.Fail
 	if life {
 		p = model.PDrain
 	}
@@ -407,7 +404,7 @@ func (e *Env) Check(ctx context.Context) error {
 			return err
 		}
 	}
-	if !e.W.Life.Effects {
+	if !e.W.Can.Effect {
 		return nil
 	}
 	effects, _, err := reader.Effects(ctx)

@@ -23,7 +23,7 @@ func StateMachine(ctx context.Context, e *Env, realTime bool) map[string]func(*r
 	if realTime {
 		col = generate.SeqRealTime
 	}
-	layout := generate.Layout(col, generate.CanOf(e.W))
+	layout := generate.Layout(col, e.W.Can)
 	return map[string]func(*rapid.T){
 		"op": func(t *rapid.T) {
 			k := generate.Pick(generate.Rapid{T: t}, "op", layout)

@@ -32,7 +32,7 @@ func Stress(t *testing.T, q *sut.Queue, c Config) {
 	in := c.Install(t, q)
 	timedLeases := q.FixedLease == 0 || q.FixedLease <= program.MaxNearLease
 	tooLittle := func(n program.Counts) bool {
-		return n.Completions == 0 || n.RejectedCompletions == 0 || n.Expiries == 0 || n.TimedClaims == 0 && timedLeases || n.Locks == 0 && q.CanLock()
+		return n.Completions == 0 || n.RejectedCompletions == 0 || n.Expiries == 0 || n.TimedClaims == 0 && timedLeases || n.Locks == 0 && q.Can().Lock
 	}
 	for try, d := 0, c.stressFor(); ; try, d = try+1, 2*d {
 		res, err := stress.Run(context.Background(), in, stress.Config{Duration: d, Seed: c.Seed, PassDir: t.TempDir()})

@@ -42,13 +42,13 @@ func Failure(n int) string { return fmt.Sprintf("payment gateway timeout (attemp
 // lifecycleScenarios are the lifecycle's scenarios the queue can run.
 func lifecycleScenarios(q *sut.Queue) []scenario {
 	var out []scenario
-	if q.CanFail() && q.Shape().Life.MaxAttempts > 0 && !q.Shape().Life.AttemptsAtClaim && !q.Shape().NoGeneration {
+	if q.Can().Fail && q.Shape().Life.MaxAttempts > 0 && !q.Shape().Life.AttemptsAtClaim && !q.Shape().NoGeneration {
 		out = append(out, scenario{ScenarioRetries, "a job fails until its attempt limit, each retry after its backoff, and ends dead with its error kept", retriesScenario})
 	}
-	if q.CanRenew() && !q.Shape().Life.WorkerLease && !q.Shape().NoGeneration && q.FixedLease == 0 {
+	if q.Can().Renew && !q.Shape().NoGeneration && q.FixedLease == 0 {
 		out = append(out, scenario{ScenarioRenewal, "a renewal keeps a slow worker's lease past its first end while another worker's claim skips the job", renewalScenario})
 	}
-	if q.CanEffect() && !q.Shape().NoGeneration {
+	if q.Can().Effect && !q.Shape().NoGeneration {
 		out = append(out, scenario{ScenarioEffect, "a stale worker's business effect rolls back with its refused completion; the owner's commits once", effectScenario})
 	}
 	return out
@@ -183,7 +183,7 @@ func (l *lab) enqueueOne(ctx context.Context, s *sut.Session) error {
 // enqueueArgs are enqueue.sql's parameters for a payload: with a run-at delay of none where
 // the queue takes one.
 func (l *lab) enqueueArgs(payload string) []any {
-	if l.in.Queue.CanDelay() {
+	if l.in.Queue.Can().Delay {
 		return []any{payload, time.Duration(0)}
 	}
 	return []any{payload}

@@ -85,7 +85,7 @@ func snapshot(ctx context.Context, c *conn) error {
 			return err
 		}
 	}
-	if !c.q.CanEffect() {
+	if !c.q.Can().Effect {
 		return nil
 	}
 	counts, clk, err := c.sess.Effects(ctx)

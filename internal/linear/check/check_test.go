@@ -203,7 +203,7 @@ func TestAccountDeadDeleted(t *testing.T) {
 	gone := func(h *hist) *history.History {
 		h.add("reader", 7, 8, model.Input{Kind: model.OpObserve, Job: 1}, model.Output{})
 		hh := h.history(true)
-		hh.Shape = model.Shape{DoneDeleted: true, DeadDeleted: true, Life: model.Lifecycle{On: true, Backoff: time.Second}}
+		hh.Shape = model.Shape{DoneDeleted: true, DeadDeleted: true, Can: model.Can{Fail: true}, Life: model.Lifecycle{Backoff: time.Second}}
 		return hh
 	}
 	if a := Account(gone(fail(new(hist).enq(1, 2, 1).claim("w1", 3, 4, 1, 1), false))); len(a.Problems) > 0 {

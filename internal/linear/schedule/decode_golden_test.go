@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgqcheck/pgqcheck/internal/generate"
 	"github.com/pgqcheck/pgqcheck/internal/suttest"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 var updateDecoded = flag.Bool("update-decoded", false, "rewrite testdata/decoded from the FuzzScheduled corpus")
@@ -43,7 +43,7 @@ func TestScheduledCorpusDecodesAsBefore(t *testing.T) {
 	var b strings.Builder
 	for _, name := range names {
 		data := inputs[name]
-		for _, can := range []generate.Can{{Lock: true, Rescue: true}, {}} {
+		for _, can := range []model.Can{{Lock: true, Rescue: true}, {}} {
 			c := &byteChoices{data: data}
 			p := drawProgram(c, Config{Sessions: 3, MaxPrefix: 5, MaxSuffix: 5}, can)
 			fmt.Fprintf(&b, "%s (lock %t, rescue %t):\n", name, can.Lock, can.Rescue)

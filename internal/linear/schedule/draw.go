@@ -3,14 +3,13 @@ package schedule
 import (
 	"github.com/pgqcheck/pgqcheck/internal/generate"
 	"github.com/pgqcheck/pgqcheck/internal/program"
+	"github.com/pgqcheck/pgqcheck/model"
 	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // capabilities is what the queue ships beyond the contract's core: kinds that need a file it
 // lacks are not drawn.
-func capabilities(q *sut.Queue) generate.Can {
-	return generate.CanQueue(q)
-}
+func capabilities(q *sut.Queue) model.Can { return q.Can() }
 
 // drawnProgram is a drawn scheduled program: a prefix run one operation at a time, then one
 // suffix per session run concurrently under the drawn schedule. A suffix's length is drawn up
@@ -21,7 +20,7 @@ type drawnProgram struct {
 	prefix        []program.Op
 	suffixLengths []int // operations each session's suffix holds
 	jobs          int   // enqueues drawn so far: job ids are 1, 2, ...
-	can           generate.Can
+	can           model.Can
 }
 
 // drawOp draws one operation of session s from a column of kinds, as the operations it runs.
@@ -38,7 +37,7 @@ func (p *drawnProgram) next(c chooser, session int) []program.Op {
 
 // drawProgram draws the sessions, the prefix, and the suffixes' lengths. A queue without
 // lock.sql gets no lockers, one without rescue.sql no rescues.
-func drawProgram(c chooser, cfg Config, can generate.Can) *drawnProgram {
+func drawProgram(c chooser, cfg Config, can model.Can) *drawnProgram {
 	p := &drawnProgram{can: can}
 	n := c.Choose(2, max(2, cfg.Sessions), "sessions")
 	p.jobs = c.Choose(1, 5, "jobs")

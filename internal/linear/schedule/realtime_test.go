@@ -42,14 +42,14 @@ func (c *scripted) log() *choiceLog { return &c.rec }
 // kindAt is where a kind lies in a column's layout, for scripting a draw of it.
 func kindAt(t *testing.T, col generate.Column, kind string) int {
 	t.Helper()
-	i := slices.Index(layoutNames(col, generate.Can{Lock: true}), kind)
+	i := slices.Index(layoutNames(col, model.Can{Lock: true}), kind)
 	if i < 0 {
 		t.Fatalf("no %s in column %d", kind, col)
 	}
 	return i
 }
 
-func layoutNames(col generate.Column, can generate.Can) []string {
+func layoutNames(col generate.Column, can model.Can) []string {
 	var names []string
 	for _, k := range generate.Layout(col, can) {
 		names = append(names, k.Name)
@@ -72,7 +72,7 @@ func TestKindLayoutKeepsOldInputs(t *testing.T) {
 		{generate.Suffix, false, []string{"claim", "claim", "claim", "claim", "complete", "complete", "complete", "complete",
 			"expire-claimed", "expire-claimed", "expire-claimed", "claim-txn", "claim-txn", "claim-txn", "enqueue-one", "snapshot"}},
 	} {
-		got := layoutNames(c.col, generate.Can{Lock: c.canLock})
+		got := layoutNames(c.col, model.Can{Lock: c.canLock})
 		if len(got) < len(c.old) || !slices.Equal(got[:len(c.old)], c.old) {
 			t.Errorf("layout %v no longer starts with the one saved inputs were drawn from, %v", got, c.old)
 		}
@@ -102,7 +102,7 @@ func TestRealTimeDraws(t *testing.T) {
 			script[k] = v
 		}
 		ch := &scripted{t: t, want: script}
-		d := &drawnProgram{can: generate.Can{Lock: true}, jobs: 1}
+		d := &drawnProgram{can: model.Can{Lock: true}, jobs: 1}
 		var got []string
 		for _, op := range d.next(ch, 1) {
 			got = append(got, op.String())

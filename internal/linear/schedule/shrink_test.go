@@ -8,8 +8,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/pgqcheck/pgqcheck/internal/generate"
 	"github.com/pgqcheck/pgqcheck/internal/program"
+	"github.com/pgqcheck/pgqcheck/model"
 )
 
 // whole is a drawn program with all its suffixes, each a list of drawn operations (one or a
@@ -44,7 +44,7 @@ func shape(p whole) (prefix []string, suffixes [][]string) {
 
 // drawWhole draws a program and all its suffixes, session by session.
 func drawWhole(c chooser, cfg Config) whole {
-	p := whole{d: drawProgram(c, cfg, generate.Can{Lock: true})}
+	p := whole{d: drawProgram(c, cfg, model.Can{Lock: true})}
 	for s, n := range p.d.suffixLengths {
 		var ops [][]program.Op
 		for i := 0; i < n; i++ {

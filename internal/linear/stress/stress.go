@@ -106,7 +106,7 @@ func (r *run) dialActors() error {
 			return err
 		}
 	}
-	if q.CanRescue() {
+	if q.Can().Rescue {
 		c, err := r.dial("rescuer", nil)
 		if err != nil {
 			return err
@@ -130,7 +130,7 @@ func (r *run) dialChaos(rng *rand.Rand) (*chaos, error) {
 	if ch.reader, err = r.dial("reader", nil); err != nil {
 		return nil, err
 	}
-	if r.in.Queue.CanLock() {
+	if r.in.Queue.Can().Lock {
 		l, err := r.dial("locker", nil)
 		if err != nil {
 			return nil, err

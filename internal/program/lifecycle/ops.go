@@ -64,7 +64,7 @@ func (o Fail) On() string { return o.S }
 
 // Applicable: where the queue has fail.sql, and the token could be presented in a completion.
 func (o Fail) Applicable(w *program.World) bool {
-	return w.Life.On && (program.Complete{S: o.S, Back: o.Back}).Applicable(w)
+	return w.Can.Fail && (program.Complete{S: o.S, Back: o.Back}).Applicable(w)
 }
 func (o Fail) Stmts(w *program.World) []program.Stmt {
 	t, _ := w.Session(o.S).Newest(o.Back)
@@ -85,7 +85,7 @@ type Renew struct {
 func (o Renew) String() string { return on(o.S) + back(fmtRenew, fmtRenewBack, o.Back) }
 func (o Renew) On() string     { return o.S }
 func (o Renew) Applicable(w *program.World) bool {
-	return w.Life.Renews && !w.Life.WorkerLease && (program.Complete{S: o.S, Back: o.Back}).Applicable(w)
+	return w.Can.Renew && (program.Complete{S: o.S, Back: o.Back}).Applicable(w)
 }
 func (o Renew) Stmts(w *program.World) []program.Stmt {
 	t, _ := w.Session(o.S).Newest(o.Back)
@@ -108,7 +108,7 @@ func (o Heartbeat) String() string { return on(o.S) + fmtHeartbeat }
 func (o Heartbeat) On() string     { return o.S }
 func (o Heartbeat) Applicable(w *program.World) bool {
 	s := w.Session(o.S)
-	if !w.Life.Renews || !w.Life.WorkerLease || s == nil || len(s.Tokens) == 0 || !(program.Snapshot{S: o.S}).Applicable(w) {
+	if !w.Can.Heartbeat || s == nil || len(s.Tokens) == 0 || !(program.Snapshot{S: o.S}).Applicable(w) {
 		return false
 	}
 	// Where nothing may wait, no other session holds a row it would renew.
@@ -134,7 +134,7 @@ type Later struct {
 func (o Later) String() string { return on(o.S) + fmt.Sprintf(fmtLater, o.Delay) }
 func (o Later) On() string     { return o.S }
 func (o Later) Applicable(w *program.World) bool {
-	return w.Life.Schedules && o.Delay > 0 && (program.Enqueue{S: o.S, N: 1}).Applicable(w)
+	return w.Can.Delay && o.Delay > 0 && (program.Enqueue{S: o.S, N: 1}).Applicable(w)
 }
 func (o Later) Stmts(w *program.World) []program.Stmt {
 	return []program.Stmt{LaterStmt{EnqueueStmt: program.EnqueueStmt{Payload: w.Payload()}, Delay: o.Delay}}
@@ -156,7 +156,7 @@ func (o WithEffect) Parts() []program.Op {
 }
 func (o WithEffect) Applicable(w *program.World) bool {
 	s := w.Session(o.S)
-	return w.Life.Effects && s != nil && !s.InTxn && !w.TxBound && (program.Complete{S: o.S, Back: o.Back}).Applicable(w)
+	return w.Can.Effect && s != nil && !s.InTxn && !w.TxBound && (program.Complete{S: o.S, Back: o.Back}).Applicable(w)
 }
 
 // Effect writes the business effect of one of session S's claims in its open transaction.
@@ -169,7 +169,7 @@ func (o Effect) String() string { return on(o.S) + back(fmtEffectPart, fmtEffect
 func (o Effect) On() string     { return o.S }
 func (o Effect) Applicable(w *program.World) bool {
 	s := w.Session(o.S)
-	if s == nil || s.Busy || !s.InTxn || s.Aborted || !w.Life.Effects {
+	if s == nil || s.Busy || !s.InTxn || s.Aborted || !w.Can.Effect {
 		return false
 	}
 	_, ok := s.Newest(o.Back)
@@ -208,7 +208,7 @@ type CountEffects struct{ S string }
 func (o CountEffects) String() string { return on(o.S) + fmtCount }
 func (o CountEffects) On() string     { return o.S }
 func (o CountEffects) Applicable(w *program.World) bool {
-	return w.Life.Effects && (program.Snapshot{S: o.S}).Applicable(w)
+	return w.Can.Effect && (program.Snapshot{S: o.S}).Applicable(w)
 }
 func (o CountEffects) Stmts(w *program.World) []program.Stmt {
 	return []program.Stmt{EffectsStmt{Known: append([]int64(nil), w.Jobs...)}}
