@@ -7,8 +7,8 @@ import "fmt"
 // Each kind of OpKind is one type below, found through specs; an operation of a kind the
 // table lacks constrains nothing.
 type spec interface {
-	// job is the job the operation names, in its input or its output.
-	job(in Input, out Output) (int64, bool)
+	// facts is what the operation, answered as out, says of the job it names (see Facts).
+	facts(in Input, out Output) Facts
 	// step is the job's state after the operation, or the violation that makes the operation
 	// impossible in state s. An unknown outcome never violates: it takes effect when it can,
 	// and "did not take effect" is the same as taking effect after every other operation,
@@ -33,10 +33,6 @@ type spec interface {
 	// opens: the operation may make its job eligible again within the history (lapses says
 	// whether a claim's own lease ends before the history does).
 	opens(in Input, out Output, lapses func(Input) bool) bool
-	// created and finished: a returned enqueue created the job; an accepted completion
-	// returned, after which the job is done.
-	created(in Input, out Output) bool
-	finished(in Input, out Output) bool
 	// describe is the call and its answer in words, before the outcome is added.
 	describe(in Input, out Output) (call, answer string)
 }
@@ -79,24 +75,24 @@ func specOf(k OpKind) spec {
 // constrains that job, spreads nowhere, opens no window, creates and finishes nothing.
 type named struct{}
 
-func (named) job(in Input, _ Output) (int64, bool)                               { return in.Job, true }
+func (named) facts(in Input, _ Output) Facts {
+	return Facts{Job: in.Job, Named: true, Statement: string(in.Kind)}
+}
 func (named) ignored(Input, Output) bool                                         { return false }
 func (named) spread(Input, Output) spread                                        { return spreadNone }
 func (named) opens(Input, Output, func(Input) bool) bool                         { return false }
-func (named) created(Input, Output) bool                                         { return false }
-func (named) finished(Input, Output) bool                                        { return false }
 func (named) step(_ Shape, s JobState, _ Input, _ Output) (JobState, *Violation) { return s, nil }
 func (named) learn(_ Shape, s JobState, _ Input, _ Output) JobState              { return s }
 
 type unknownSpec struct{ named }
 
-func (unknownSpec) job(Input, Output) (int64, bool)              { return 0, false }
+func (unknownSpec) facts(in Input, _ Output) Facts               { return Facts{Statement: string(in.Kind)} }
 func (unknownSpec) describe(in Input, _ Output) (string, string) { return string(in.Kind), "" }
 
 type enqueueSpec struct{ named }
 
-func (enqueueSpec) job(_ Input, out Output) (int64, bool) {
-	return out.Job, out.Outcome == Returned && out.Job != 0
+func (enqueueSpec) facts(in Input, out Output) Facts {
+	return Facts{Job: out.Job, Named: out.Outcome == Returned && out.Job != 0, Statement: "enqueue", Creates: true, Later: in.Delay > 0}
 }
 func (enqueueSpec) spread(_ Input, out Output) spread {
 	if out.Outcome == Unknown {
@@ -105,7 +101,6 @@ func (enqueueSpec) spread(_ Input, out Output) spread {
 	return spreadNone
 }
 func (enqueueSpec) opens(Input, Output, func(Input) bool) bool { return true }
-func (enqueueSpec) created(_ Input, out Output) bool           { return out.Outcome == Returned }
 func (enqueueSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	if s.Exists {
 		if out.Outcome == Unknown {
@@ -132,7 +127,10 @@ func (enqueueSpec) describe(in Input, out Output) (string, string) {
 
 type claimSpec struct{ named }
 
-func (claimSpec) job(_ Input, out Output) (int64, bool) { return out.Job, out.Found }
+func (claimSpec) facts(in Input, out Output) Facts {
+	return Facts{Job: out.Job, Named: out.Found, Statement: "claim", Gen: out.Gen, Lease: in.Lease, Writes: out.Found,
+		Claims: true, Took: out.Found}
+}
 
 // ignored: a non-strict empty claim is always legal under the relaxation, so it can be
 // linearized anywhere.
@@ -226,8 +224,8 @@ func (claimSpec) describe(in Input, out Output) (string, string) {
 
 type completeSpec struct{ named }
 
-func (completeSpec) finished(_ Input, out Output) bool {
-	return out.Outcome == Returned && out.Rows == 1
+func (completeSpec) facts(in Input, out Output) Facts {
+	return Facts{Job: in.Job, Named: true, Statement: "complete", Gen: in.Gen, Writes: true, Ends: true, Accepted: out.Rows == 1}
 }
 
 func (completeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
@@ -306,6 +304,10 @@ func (completeSpec) describe(in Input, out Output) (string, string) {
 
 type expireSpec struct{ named }
 
+func (expireSpec) facts(in Input, _ Output) Facts {
+	return Facts{Job: in.Job, Named: true, Statement: "expire", Gen: in.Gen, Writes: true, Expires: true}
+}
+
 func (expireSpec) opens(Input, Output, func(Input) bool) bool { return true }
 
 func (expireSpec) step(sh Shape, s JobState, in Input, _ Output) (JobState, *Violation) {
@@ -339,6 +341,10 @@ func (expireSpec) describe(in Input, out Output) (string, string) {
 }
 
 type observeSpec struct{ named }
+
+func (observeSpec) facts(in Input, _ Output) Facts {
+	return Facts{Job: in.Job, Named: true, Statement: "snapshot", Observes: true}
+}
 
 // step: one job's row as a snapshot reported it (Found: the snapshot holds the job).
 func (observeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *Violation) {
@@ -421,6 +427,9 @@ func (observeSpec) describe(in Input, out Output) (string, string) {
 type lockSpec struct{ named }
 
 func (lockSpec) ignored(Input, Output) bool { return true }
+func (lockSpec) facts(in Input, _ Output) Facts {
+	return Facts{Job: in.Job, Named: true, Statement: string(in.Kind), Locks: in.Kind == OpLock, Unlocks: in.Kind == OpUnlock}
+}
 func (lockSpec) step(_ Shape, s JobState, in Input, _ Output) (JobState, *Violation) {
 	if s.Exists {
 		s.Locked = in.Kind == OpLock
@@ -437,7 +446,9 @@ func (lockSpec) describe(in Input, _ Output) (string, string) {
 // while no other session could hold the row, so it had to take a lease certainly over.
 type rescueSpec struct{ named }
 
-func (rescueSpec) job(_ Input, out Output) (int64, bool) { return out.Job, out.Found }
+func (rescueSpec) facts(_ Input, out Output) Facts {
+	return Facts{Job: out.Job, Named: out.Found, Statement: "rescue", Writes: out.Found, Rescues: out.Found}
+}
 func (rescueSpec) spread(_ Input, out Output) spread {
 	if out.Outcome == Unknown {
 		return spreadEvery

@@ -9,6 +9,10 @@ import "fmt"
 
 type failSpec struct{ named }
 
+func (failSpec) facts(in Input, out Output) Facts {
+	return Facts{Job: in.Job, Named: true, Statement: "fail", Gen: in.Gen, Writes: true, Fails: true, Final: !in.Retryable, Accepted: out.Rows == 1}
+}
+
 // opens: a failure that retries makes its job eligible again once its backoff ends.
 func (failSpec) opens(_ Input, out Output, _ func(Input) bool) bool {
 	return out.Outcome == Unknown || out.Rows == 1
@@ -110,11 +114,11 @@ func rowsAnswer(out Output) string {
 // the sequential model's only, as a rescue's is.
 type renewSpec struct{ named }
 
-func (renewSpec) job(in Input, out Output) (int64, bool) {
+func (renewSpec) facts(in Input, out Output) Facts {
 	if in.Worker != "" {
-		return out.Job, out.Found
+		return Facts{Job: out.Job, Named: out.Found, Statement: "renew", Writes: out.Found, Renews: true, Accepted: out.Found}
 	}
-	return in.Job, true
+	return Facts{Job: in.Job, Named: true, Statement: "renew", Gen: in.Gen, Writes: true, Renews: true, Accepted: out.Rows == 1}
 }
 
 func (renewSpec) spread(in Input, out Output) spread {
@@ -211,6 +215,10 @@ func (renewSpec) describe(in Input, out Output) (string, string) {
 // count.)
 type effectSpec struct{ named }
 
+func (effectSpec) facts(in Input, _ Output) Facts {
+	return Facts{Job: in.Job, Named: true, Statement: "effect", Effect: true}
+}
+
 func (effectSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	if out.Outcome == Returned && (s.State != Done || s.Effects > 0) {
 		return s, Violate(PEffects, "an effect of job %d committed, but the job is %s: only the transaction of its one accepted completion may commit one", in.Job, s)
@@ -230,6 +238,10 @@ func (effectSpec) describe(in Input, out Output) (string, string) {
 // exactly the effects of its completions that committed, one where its accepted completion
 // carried one, none for a completion that was stale, expired or refused.
 type effectsSpec struct{ named }
+
+func (effectsSpec) facts(in Input, _ Output) Facts {
+	return Facts{Job: in.Job, Named: true, Statement: "effects", Tallies: true}
+}
 
 func (effectsSpec) step(_ Shape, s JobState, in Input, out Output) (JobState, *Violation) {
 	n, want := out.Rows, s.Effects

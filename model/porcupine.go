@@ -123,9 +123,6 @@ type Output struct {
 	Kept     string `json:"kept,omitempty"`
 }
 
-// JobOf returns the job an operation belongs to, when its input or output names one.
-func JobOf(in Input, out Output) (int64, bool) { return specOf(in.Kind).job(in, out) }
-
 // StepJob is the concurrent specification of one job of a queue of the seed's shape.
 func StepJob(s JobState, in Input, out Output) (JobState, *Violation) {
 	return Shape{}.StepJob(s, in, out)
@@ -262,14 +259,14 @@ func (p *partitioner) part(id int64, part []porcupine.Operation) []porcupine.Ope
 	windows, enqueuedAt, doneBy := 0, int64(-1), int64(-1)
 	for _, op := range part {
 		in, o := op.Input.(Input), op.Output.(Output)
-		sp := specOf(in.Kind)
-		if sp.opens(in, o, p.lapses) {
+		if specOf(in.Kind).opens(in, o, p.lapses) {
 			windows++
 		}
-		if sp.created(in, o) && (enqueuedAt < 0 || op.Call < enqueuedAt) {
+		f, returned := FactsOf(in, o), o.Outcome == Returned
+		if f.Creates && returned && (enqueuedAt < 0 || op.Call < enqueuedAt) {
 			enqueuedAt = op.Call
 		}
-		if sp.finished(in, o) && (doneBy < 0 || op.Return < doneBy) {
+		if f.Ends && f.Accepted && returned && (doneBy < 0 || op.Return < doneBy) {
 			doneBy = op.Return
 		}
 	}

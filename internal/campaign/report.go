@@ -178,40 +178,64 @@ func newFailure(f *verdict.Finding, mode string, worker, round int, seed uint64)
 // counted as a violation (timings on shared machines are not verdicts).
 var allProperties = model.Properties
 
-// exercised says how often a run gave a property something to check.
+// exercised says how often a run gave a property something to check: the row of exercises
+// that names it.
 func exercised(p model.Property, r *Report) (int64, string) {
-	c := r.Counts
-	switch p {
-	case model.PClaimOrder, model.PExclusion, model.PGenerations:
-		return c.Claims, "claims that returned a job"
-	case model.PFencing:
-		return c.Completions + c.RejectedCompletions, fmt.Sprintf("completions (%d refused, %d with an older token)", c.RejectedCompletions, c.StaleTokenCompletion)
-	case model.PDoneOnce:
-		return c.Completions + c.DrainedJobs, fmt.Sprintf("jobs completed (%d by drains)", c.DrainedJobs)
-	case model.PSkipLocked:
-		return c.Locks, fmt.Sprintf("row locks held by lockers (%d released, %d cancelled, %d terminated)", c.Releases, c.Cancels, c.Terminates)
-	case model.PRecovery:
-		return c.Expiries + c.Pauses + c.Drains, fmt.Sprintf("expiries, pauses past a lease and drains (%d jobs drained, %d empty claims)", c.DrainedJobs, c.EmptyClaims)
-	case model.PLinearizable:
-		return r.Histories, "concurrent histories checked"
-	case model.PDBTime, model.PNoErrors:
-		return r.Ops, "operations run and checked"
-	case model.PWriteFencing:
-		return c.Failures + c.Renewals, fmt.Sprintf("failures and renewals accepted (%d and %d)", c.Failures, c.Renewals)
-	case model.PRetries:
-		return c.Failures, "failures accepted, each retried after its backoff or dead"
-	case model.PRenewal:
-		return c.Renewals, "renewals accepted"
-	case model.PScheduling:
-		return c.Scheduled + c.Failures, fmt.Sprintf("jobs due later (%d enqueued with a run-at delay, %d failures waiting their backoff)", c.Scheduled, c.Failures)
-	case model.PDrain:
-		return c.Drains, fmt.Sprintf("drains (%d jobs drained)", c.DrainedJobs)
-	case model.PEffects:
-		return c.Effects, "business effects written, each in its completion's transaction"
-	case model.PExternal:
-		return c.Calls, fmt.Sprintf("calls of a destination in %s mode (%d retried after a lost reply, %d duplicates)", r.Dest, c.Retries, c.Duplicates)
+	for _, e := range exercises {
+		if slices.Contains(e.props, p) {
+			return e.by(r.Counts, r)
+		}
 	}
 	return 0, "measured by a separate benchmark, not by run"
+}
+
+// exercises says, for each property, what in a run's counts gave it something to check.
+var exercises = []struct {
+	props []model.Property
+	by    func(c program.Counts, r *Report) (int64, string)
+}{
+	{[]model.Property{model.PClaimOrder, model.PExclusion, model.PGenerations}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Claims, "claims that returned a job"
+	}},
+	{[]model.Property{model.PFencing}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Completions + c.RejectedCompletions, fmt.Sprintf("completions (%d refused, %d with an older token)", c.RejectedCompletions, c.StaleTokenCompletion)
+	}},
+	{[]model.Property{model.PDoneOnce}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Completions + c.DrainedJobs, fmt.Sprintf("jobs completed (%d by drains)", c.DrainedJobs)
+	}},
+	{[]model.Property{model.PSkipLocked}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Locks, fmt.Sprintf("row locks held by lockers (%d released, %d cancelled, %d terminated)", c.Releases, c.Cancels, c.Terminates)
+	}},
+	{[]model.Property{model.PRecovery}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Expiries + c.Pauses + c.Drains, fmt.Sprintf("expiries, pauses past a lease and drains (%d jobs drained, %d empty claims)", c.DrainedJobs, c.EmptyClaims)
+	}},
+	{[]model.Property{model.PLinearizable}, func(_ program.Counts, r *Report) (int64, string) {
+		return r.Histories, "concurrent histories checked"
+	}},
+	{[]model.Property{model.PDBTime, model.PNoErrors}, func(_ program.Counts, r *Report) (int64, string) {
+		return r.Ops, "operations run and checked"
+	}},
+	{[]model.Property{model.PWriteFencing}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Failures + c.Renewals, fmt.Sprintf("failures and renewals accepted (%d and %d)", c.Failures, c.Renewals)
+	}},
+	{[]model.Property{model.PRetries}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Failures, "failures accepted, each retried after its backoff or dead"
+	}},
+	{[]model.Property{model.PRenewal}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Renewals, "renewals accepted"
+	}},
+	{[]model.Property{model.PScheduling}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Scheduled + c.Failures, fmt.Sprintf("jobs due later (%d enqueued with a run-at delay, %d failures waiting their backoff)", c.Scheduled, c.Failures)
+	}},
+	{[]model.Property{model.PDrain}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Drains, fmt.Sprintf("drains (%d jobs drained)", c.DrainedJobs)
+	}},
+	{[]model.Property{model.PEffects}, func(c program.Counts, _ *Report) (int64, string) {
+		return c.Effects, "business effects written, each in its completion's transaction"
+	}},
+	{[]model.Property{model.PExternal}, func(c program.Counts, r *Report) (int64, string) {
+		return c.Calls, fmt.Sprintf("calls of a destination in %s mode (%d retried after a lost reply, %d duplicates)", r.Dest, c.Retries, c.Duplicates)
+	}},
 }
 
 // fillProperties computes each property's status from the failures and the modes' coverage.

@@ -3,6 +3,7 @@ package program
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/pgqcheck/pgqcheck/model"
@@ -101,53 +102,51 @@ func (c Counts) String() string {
 	return s
 }
 
-// Add accumulates o into c.
+// Add accumulates o into c, field by field.
 func (c *Counts) Add(o Counts) {
-	c.Enqueued += o.Enqueued
-	c.Claims += o.Claims
-	c.EmptyClaims += o.EmptyClaims
-	c.Completions += o.Completions
-	c.RejectedCompletions += o.RejectedCompletions
-	c.StaleTokenCompletion += o.StaleTokenCompletion
-	c.Expiries += o.Expiries
-	c.Pauses += o.Pauses
-	c.Locks += o.Locks
-	c.Releases += o.Releases
-	c.Cancels += o.Cancels
-	c.Terminates += o.Terminates
-	c.DroppedReplies += o.DroppedReplies
-	c.Cuts += o.Cuts
-	c.Delays += o.Delays
-	c.Stalls += o.Stalls
-	c.Crashes += o.Crashes
-	c.NotPromised += o.NotPromised
-	c.Drains += o.Drains
-	c.DrainedJobs += o.DrainedJobs
-	c.ShortLeases += o.ShortLeases
-	c.TimedClaims += o.TimedClaims
-	c.RealPauses += o.RealPauses
-	c.PausedMillis += o.PausedMillis
-	c.TxnClaims += o.TxnClaims
-	c.EdgeLandings += o.EdgeLandings
-	c.Errors += o.Errors
-	c.Ops += o.Ops
-	c.Snapshots += o.Snapshots
-	c.Unknown += o.Unknown
-	c.Aborted += o.Aborted
-	c.ClaimWaits += o.ClaimWaits
-	c.StressRounds += o.StressRounds
-	c.Failures += o.Failures
-	c.Renewals += o.Renewals
-	c.Scheduled += o.Scheduled
-	c.Effects += o.Effects
-	c.Calls += o.Calls
-	c.Retries += o.Retries
-	c.Duplicates += o.Duplicates
+	cv, ov := reflect.ValueOf(c).Elem(), reflect.ValueOf(o)
+	for i := range cv.NumField() {
+		f := cv.Field(i)
+		f.SetInt(f.Int() + ov.Field(i).Int())
+	}
 }
 
-// Answers is what the queue answered during one operation, and how long it paused.
+// Op counts what one recorded operation did, answered as out: as its kind's facts say
+// (model.FactsOf), so that a history's counts and a sequential step's come from the one place.
+// The harness's own doings (an expiry, a row lock taken or released) count as done; a claim
+// asking a lease of its own length counts as timed once sent; everything else counts where
+// its answer came back and says it took effect.
+func (c *Counts) Op(in model.Input, out model.Output) {
+	f := model.FactsOf(in, out)
+	returned := out.Outcome == model.Returned
+	for _, n := range []struct {
+		n  *int64
+		is bool
+	}{
+		{&c.Expiries, f.Expires},
+		{&c.Locks, f.Locks},
+		{&c.Releases, f.Unlocks},
+		{&c.TimedClaims, f.Claims && TimedLease(f.Lease) && out.Outcome != model.NotSent},
+		{&c.Enqueued, returned && f.Creates},
+		{&c.Scheduled, returned && f.Creates && f.Later},
+		{&c.Claims, returned && f.Took},
+		{&c.EmptyClaims, returned && f.Claims && !f.Took},
+		{&c.Completions, returned && f.Ends && f.Accepted},
+		{&c.RejectedCompletions, returned && f.Ends && !f.Accepted},
+		{&c.Failures, returned && f.Fails && f.Accepted},
+		{&c.Renewals, returned && f.Renews && f.Accepted},
+		{&c.Effects, returned && f.Effect},
+	} {
+		if n.is {
+			*n.n++
+		}
+	}
+}
+
+// Answers is what the queue answered during one operation, counted statement by statement
+// (Count), and how long it paused.
 type Answers struct {
-	Tally
+	Counts
 	Slept time.Duration // real time the operation paused for
 }
 
@@ -157,10 +156,10 @@ func (c *Counts) Observe(op Op, a Answers, err error) {
 	if errors.As(err, &v) && v.Property == model.PNoErrors {
 		c.Errors++
 	}
-	c.TimedClaims += int64(a.Timed)
-	c.Failures, c.Renewals, c.Effects = c.Failures+int64(a.Failed), c.Renewals+int64(a.Renewed), c.Effects+int64(a.Effects)
-	c.Scheduled, c.Enqueued = c.Scheduled+int64(a.Scheduled), c.Enqueued+int64(a.Scheduled)
-	c.Calls, c.Retries, c.Duplicates = c.Calls+int64(a.Calls), c.Retries+int64(a.Retried), c.Duplicates+int64(a.Duplicates)
+	c.TimedClaims += a.TimedClaims
+	c.Failures, c.Renewals, c.Effects = c.Failures+a.Failures, c.Renewals+a.Renewals, c.Effects+a.Effects
+	c.Scheduled, c.Enqueued = c.Scheduled+a.Scheduled, c.Enqueued+a.Scheduled
+	c.Calls, c.Retries, c.Duplicates = c.Calls+a.Calls, c.Retries+a.Retries, c.Duplicates+a.Duplicates
 	if a.Slept > 0 {
 		c.RealPauses++
 		c.PausedMillis += a.Slept.Milliseconds()
@@ -173,10 +172,10 @@ func (c *Counts) Observe(op Op, a Answers, err error) {
 }
 
 func (c *Counts) claimsAndCompletions(a Answers) {
-	c.Claims += int64(a.Claims)
-	c.EmptyClaims += int64(a.Empty)
-	c.Completions += int64(a.Accepted)
-	c.RejectedCompletions += int64(a.Refused)
+	c.Claims += a.Claims
+	c.EmptyClaims += a.EmptyClaims
+	c.Completions += a.Completions
+	c.RejectedCompletions += a.RejectedCompletions
 }
 
 // counted is an operation with a count of its own in Counts; any other counts the claims and
@@ -185,7 +184,7 @@ type counted interface {
 	count(c *Counts, a Answers)
 }
 
-func (Enqueue) count(c *Counts, a Answers) { c.Enqueued += int64(a.Enqueued) }
+func (Enqueue) count(c *Counts, a Answers) { c.Enqueued += a.Enqueued }
 func (o Complete) count(c *Counts, a Answers) {
 	if o.Back > 0 {
 		c.StaleTokenCompletion++
@@ -206,4 +205,4 @@ func (Crash) count(c *Counts, _ Answers)       { c.Crashes++ }
 
 // A drain's own claims and completions are its mechanism, counted as the jobs it drained
 // rather than as workers' claims.
-func (Drain) count(c *Counts, a Answers) { c.Drains++; c.DrainedJobs += int64(a.Accepted) }
+func (Drain) count(c *Counts, a Answers) { c.Drains++; c.DrainedJobs += a.Completions }

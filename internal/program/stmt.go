@@ -18,8 +18,8 @@ import (
 //   - how it runs on a session (Exec) and reads in traces (String, Answer);
 //   - what its answer means to the sequential specification (Judge);
 //   - what its answer tells of the session that sent it (Apply, on the world);
-//   - what a concurrent history keeps of it (Record);
-//   - what it adds to a run's counts (Tally).
+//   - what a concurrent history keeps of it (Record), which is also what it adds to a run's
+//     counts (Count).
 type Stmt interface {
 	// Name is the statement's kind, as messages name it ("claim", "begin").
 	Name() string
@@ -38,8 +38,6 @@ type Stmt interface {
 	Apply(w *World, s *Session, r Result, at model.Window)
 	// Record writes what a concurrent history keeps of the answer.
 	Record(h Recording, r Result)
-	// Tally counts the answer.
-	Tally(t *Tally, r Result)
 }
 
 // Result is what came back. Out holds the answer in the form a history records it; Clock
@@ -85,22 +83,48 @@ type Recording interface {
 	Completed(job int64)
 }
 
-// Tally is what the queue answered during one operation, for Counts.
-type Tally struct {
-	Enqueued          int
-	Claims, Empty     int
-	Accepted, Refused int
-	Timed             int // claims with a lease of their own length
-	// The lifecycle's: failures and renewals accepted, jobs enqueued to run later (counted
-	// apart from Enqueued), effects written.
-	Failed, Renewed, Scheduled, Effects int
-	// External effects: calls a destination answered, calls retried after a lost reply, and
-	// effects applied beyond a job's first (a destination that does not fence).
-	Calls, Retried, Duplicates int
+// Count adds a statement's answer to c: what its record says, operation by operation (Counts.Op),
+// as a history's counts come from what it recorded; a statement that records nothing a history
+// keeps says what it counts itself (Counter).
+func Count(c *Counts, st Stmt, r Result) {
+	if own, ok := st.(Counter); ok {
+		own.Count(c, r)
+		return
+	}
+	st.Record(counting{c}, r)
 }
+
+// Counter is a statement whose answer counts for something no history records (a call of an
+// external destination).
+type Counter interface {
+	Count(c *Counts, r Result)
+}
+
+// counting is the Recording that counts what a statement records.
+type counting struct{ c *Counts }
+
+func (k counting) Write(in model.Input, out model.Output) { k.c.Op(in, out) }
+func (k counting) Read(in model.Input, out model.Output)  { k.c.Op(in, out) }
+func (counting) Failed(model.Input, error)                {}
+func (counting) Aborted()                                 {}
+func (counting) Begin()                                   {}
+func (counting) End(bool, error)                          {}
+func (counting) Locked(int64)                             {}
+func (counting) Claimed(int64, int64)                     {}
+func (counting) Completed(int64)                          {}
 
 // Apply records what a statement of session s answered (see Stmt.Apply).
 func (w *World) Apply(s *Session, st Stmt, r Result, at model.Window) { st.Apply(w, s, r, at) }
+
+// FileOf is the contract's file a statement of the queue's own runs ("", false for the
+// harness's statements: transaction boundaries, pauses).
+func FileOf(st Stmt) (string, bool) {
+	f, ok := st.(interface{ File() string })
+	if !ok {
+		return "", false
+	}
+	return f.File(), true
+}
 
 // IsTimed reports whether a statement's effect ends by itself in real time: a claim with a
 // lease of its own length, which traces then show with database times.
@@ -135,7 +159,6 @@ func (harnessStmt) Answer(r Result) string {
 	return ""
 }
 func (harnessStmt) Record(Recording, Result) {}
-func (harnessStmt) Tally(*Tally, Result)     {}
 
 func harnessFailure(s *Session, st Stmt, err error) error {
 	return &HarnessError{fmt.Errorf("%s: %s: %w", s.Name, st, err)}

@@ -17,6 +17,7 @@ import (
 type LockStmt struct{ Job int64 }
 
 func (LockStmt) Name() string      { return "lock" }
+func (LockStmt) File() string      { return sut.FileLock }
 func (st LockStmt) String() string { return fmt.Sprintf("lock job %d", st.Job) }
 func (st LockStmt) Exec(ctx context.Context, s *sut.Session) Result {
 	return Result{Err: s.Lock(ctx, st.Job)}
@@ -47,7 +48,6 @@ func (st LockStmt) Record(h Recording, r Result) {
 	h.Locked(st.Job)
 	h.Read(model.Input{Kind: model.OpLock, Job: st.Job}, model.Output{})
 }
-func (LockStmt) Tally(*Tally, Result) {}
 
 // BeginStmt opens a transaction.
 type BeginStmt struct{ harnessStmt }

@@ -17,6 +17,7 @@ import (
 type EnqueueStmt struct{ Payload string }
 
 func (EnqueueStmt) Name() string      { return "enqueue" }
+func (EnqueueStmt) File() string      { return sut.FileEnqueue }
 func (st EnqueueStmt) String() string { return st.Name() }
 func (st EnqueueStmt) Exec(ctx context.Context, s *sut.Session) Result {
 	id, clk, err := s.Enqueue(ctx, st.Payload)
@@ -45,11 +46,6 @@ func (st EnqueueStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 	w.Jobs = append(w.Jobs, r.Out.Job)
 }
 func (st EnqueueStmt) Record(h Recording, r Result) { WriteOrFail(h, st.input(), r) }
-func (st EnqueueStmt) Tally(t *Tally, r Result) {
-	if r.Err == nil {
-		t.Enqueued++
-	}
-}
 
 // WriteOrFail records a statement that changes the queue: its answer, or its failure.
 func WriteOrFail(h Recording, in model.Input, r Result) {
@@ -71,6 +67,7 @@ type ClaimStmt struct {
 }
 
 func (ClaimStmt) Name() string      { return "claim" }
+func (ClaimStmt) File() string      { return sut.FileClaim }
 func (st ClaimStmt) String() string { return st.Name() }
 func (st ClaimStmt) Exec(ctx context.Context, s *sut.Session) Result {
 	if st.Worker != "" {
@@ -131,19 +128,6 @@ func (st ClaimStmt) Record(h Recording, r Result) {
 		h.Read(in, r.Out) // an empty claim changes nothing, whatever its transaction does
 	}
 }
-func (st ClaimStmt) Tally(t *Tally, r Result) {
-	if r.Err != nil {
-		return
-	}
-	if r.Out.Found {
-		t.Claims++
-	} else {
-		t.Empty++
-	}
-	if st.Timed() {
-		t.Timed++
-	}
-}
 
 // lockWaitOr judges the failure of a statement that must skip locked rows: a lock_timeout is
 // a wait for a row lock, property 5, as in every mode; any other failure is what QueueError
@@ -171,6 +155,7 @@ func Strictly(st Stmt) (Stmt, bool) {
 type CompleteStmt struct{ Job, Gen int64 }
 
 func (CompleteStmt) Name() string { return "complete" }
+func (CompleteStmt) File() string { return sut.FileComplete }
 func (st CompleteStmt) String() string {
 	return fmt.Sprintf("complete job %d gen %d", st.Job, st.Gen)
 }
@@ -208,20 +193,12 @@ func (st CompleteStmt) Record(h Recording, r Result) {
 	}
 	WriteOrFail(h, model.Input{Kind: model.OpComplete, Job: st.Job, Gen: st.Gen}, r)
 }
-func (st CompleteStmt) Tally(t *Tally, r Result) {
-	switch {
-	case r.Err != nil:
-	case r.Out.Rows == 0:
-		t.Refused++
-	default:
-		t.Accepted++
-	}
-}
 
 // ExpireStmt runs the test hook that moves a job's lease into the past.
 type ExpireStmt struct{ Job int64 }
 
 func (ExpireStmt) Name() string      { return "expire" }
+func (ExpireStmt) File() string      { return sut.FileExpire }
 func (st ExpireStmt) String() string { return fmt.Sprintf("expire job %d", st.Job) }
 func (st ExpireStmt) Exec(ctx context.Context, s *sut.Session) Result {
 	clk, err := s.Expire(ctx, st.Job)
@@ -256,7 +233,6 @@ func (st ExpireStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 func (st ExpireStmt) Record(h Recording, r Result) {
 	WriteOrFail(h, model.Input{Kind: model.OpExpire, Job: st.Job}, r)
 }
-func (ExpireStmt) Tally(*Tally, Result) {}
 
 // SnapshotStmt reads every job's row. Known holds the ids known to exist before it was sent
 // (those whose enqueue returned, and the strays seen since), Omit the rows a history leaves
@@ -267,6 +243,7 @@ type SnapshotStmt struct {
 }
 
 func (SnapshotStmt) Name() string      { return "snapshot" }
+func (SnapshotStmt) File() string      { return sut.FileSnapshot }
 func (st SnapshotStmt) String() string { return st.Name() }
 func (st SnapshotStmt) Exec(ctx context.Context, s *sut.Session) Result {
 	rows, clk, err := s.Snapshot(ctx)
@@ -317,12 +294,12 @@ func (st SnapshotStmt) Record(h Recording, r Result) {
 		}
 	}
 }
-func (SnapshotStmt) Tally(*Tally, Result) {}
 
 // RescueStmt runs the queue's rescue step, which makes ready the running jobs whose lease ended.
 type RescueStmt struct{}
 
 func (RescueStmt) Name() string      { return "rescue" }
+func (RescueStmt) File() string      { return sut.FileRescue }
 func (st RescueStmt) String() string { return st.Name() }
 func (st RescueStmt) Exec(ctx context.Context, s *sut.Session) Result {
 	ids, clk, err := s.Rescue(ctx)
@@ -368,4 +345,3 @@ func (st RescueStmt) Record(h Recording, r Result) {
 		h.Write(in, model.Output{Found: true, Job: id})
 	}
 }
-func (RescueStmt) Tally(*Tally, Result) {}

@@ -28,7 +28,7 @@ func (o Pause) Words(w *World, _ []string, _ Answers) string {
 }
 
 func (Drain) Words(_ *World, _ []string, a Answers) string {
-	return fmt.Sprintf("%d completed", a.Accepted)
+	return fmt.Sprintf("%d completed", a.Completions)
 }
 
 func (Near) Words(_ *World, _ []string, a Answers) string {

@@ -274,7 +274,7 @@ func (e *Env) Do(ctx context.Context, st program.Step) ([]program.Result, error)
 		if a := stmt.Answer(r); a != "" {
 			e.answers = append(e.answers, a)
 		}
-		stmt.Tally(&e.step.Tally, r)
+		program.Count(&e.step.Counts, stmt, r)
 		err := stmt.Judge(e.Model, s, r, at)
 		var v *model.Violation
 		if errors.As(err, &v) && v.NotPromised {

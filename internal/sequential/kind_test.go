@@ -53,7 +53,6 @@ func (st peekStmt) Judge(m *model.Queue, _ *program.Session, r program.Result, _
 }
 func (peekStmt) Apply(*program.World, *program.Session, program.Result, model.Window) {}
 func (peekStmt) Record(program.Recording, program.Result)                             {}
-func (peekStmt) Tally(*program.Tally, program.Result)                                 {}
 
 type peek struct {
 	S   string

@@ -175,15 +175,6 @@ type Window struct {
 // kindOrder is the order kinds are listed and coloured in; kinds outside it follow, sorted.
 var kindOrder = []string{"enqueue", "claim", "complete", "expire", "snapshot", "lock", "unlock"}
 
-// kindName is the name a kind is shown under: a snapshot is one statement, recorded as one
-// observation per job.
-func kindName(k model.OpKind) string {
-	if k == model.OpObserve {
-		return "snapshot"
-	}
-	return string(k)
-}
-
 // Compute measures a run with the given number of buckets (DefaultBuckets when 0 or less).
 func Compute(r *Run, buckets int) *Measures {
 	if buckets <= 0 {
@@ -200,16 +191,16 @@ func Compute(r *Run, buckets int) *Measures {
 	m.Kinds = kinds(ops, n, bucket)
 	var claimLat []int64
 	for _, o := range ops {
-		switch {
-		case o.Return == Never:
-		case o.Input.Kind == model.OpClaim && o.Output.Outcome == model.Returned:
+		if o.Return == Never || o.Output.Outcome != model.Returned {
+			continue
+		}
+		switch f := model.FactsOf(o.Input, o.Output); {
+		case f.Claims:
 			claimLat = append(claimLat, o.Return-o.Call)
-		case o.Input.Kind == model.OpComplete && o.Output.Outcome == model.Returned:
-			if o.Output.Rows > 0 {
-				m.Completions++
-			} else {
-				m.RejectedCompletions++
-			}
+		case f.Ends && f.Accepted:
+			m.Completions++
+		case f.Ends:
+			m.RejectedCompletions++
 		}
 	}
 	m.ClaimLatency = summarize(claimLat)
@@ -248,7 +239,7 @@ func statements(ops []Op) []*Op {
 	out := make([]*Op, 0, len(ops))
 	for i := range ops {
 		o := &ops[i]
-		if o.Input.Kind == model.OpObserve {
+		if model.FactsOf(o.Input, o.Output).Observes {
 			k := key{o.Session, o.Call}
 			if seen[k] {
 				continue
@@ -285,7 +276,7 @@ func kinds(ops []*Op, n int, bucket func(int64) int) []Kind {
 	}
 	byKind := map[string]*acc{}
 	for _, o := range ops {
-		name := kindName(o.Input.Kind)
+		name := model.FactsOf(o.Input, o.Output).Statement
 		a := byKind[name]
 		if a == nil {
 			a = &acc{k: Kind{Kind: name, Points: make([]Point, n)}, per: make([][]int64, n)}
@@ -354,22 +345,18 @@ func (m *Measures) jobs(ops []Op, n int, bucket func(int64) int) {
 		if o.Return == Never || o.Output.Outcome != model.Returned {
 			continue
 		}
-		switch o.Input.Kind {
-		case model.OpEnqueue:
-			if o.Output.Job != 0 {
-				get(o.Output.Job).enqueued = o.Return
+		switch f := model.FactsOf(o.Input, o.Output); {
+		case f.Creates && f.Named:
+			get(f.Job).enqueued = o.Return
+		case f.Took:
+			j := get(f.Job)
+			j.claims++
+			if j.firstClaim < 0 || o.Return < j.firstClaim {
+				j.firstClaim = o.Return
 			}
-		case model.OpClaim:
-			if o.Output.Found {
-				j := get(o.Output.Job)
-				j.claims++
-				if j.firstClaim < 0 || o.Return < j.firstClaim {
-					j.firstClaim = o.Return
-				}
-				j.events = append(j.events, o)
-			}
-		case model.OpExpire, model.OpComplete:
-			j := get(o.Input.Job)
+			j.events = append(j.events, o)
+		case f.Expires || f.Ends:
+			j := get(f.Job)
 			j.events = append(j.events, o)
 		}
 	}
@@ -437,22 +424,20 @@ func expiredSpans(events []*Op, end int64) []interval {
 		}
 	}
 	for _, o := range events {
-		switch o.Input.Kind {
-		case model.OpClaim:
+		switch f := model.FactsOf(o.Input, o.Output); {
+		case f.Took:
 			closeAt(o.Return)
 			running, over = true, -1
-			if program.TimedLease(o.Input.Lease) {
-				over = o.Return + o.Input.Lease.Nanoseconds()
+			if program.TimedLease(f.Lease) {
+				over = o.Return + f.Lease.Nanoseconds()
 			}
-		case model.OpExpire:
+		case f.Expires:
 			if running && (over < 0 || o.Return < over) {
 				over = o.Return
 			}
-		case model.OpComplete:
-			if o.Output.Rows > 0 {
-				closeAt(o.Return)
-				running = false
-			}
+		case f.Ends && f.Accepted:
+			closeAt(o.Return)
+			running = false
 		}
 	}
 	closeAt(end + 1)
@@ -598,8 +583,11 @@ func strconvMean(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // life counts the lifecycle's operations: failures, the claims that retried them, dead jobs,
 // renewals, jobs scheduled for later, effects committed and the business table's last count.
+// What every mode counts comes from the one tally (program.Counts); the rest follows each
+// job through the run.
 func life(ops []Op) Life {
 	l := Life{InTable: -1}
+	var c program.Counts
 	failed := map[int64]bool{}      // jobs with an accepted failure no claim has taken since
 	final := map[int64]*Op{}        // each job's last observation
 	counted := map[int64]*Op{}      // each job's last effects reading
@@ -609,40 +597,26 @@ func life(ops []Op) Life {
 	}
 	sort.SliceStable(byCall, func(i, j int) bool { return byCall[i].Call < byCall[j].Call })
 	for _, o := range byCall {
-		in, out := o.Input, o.Output
-		if o.Return == Never || out.Outcome != model.Returned {
+		if o.Return == Never || o.Output.Outcome != model.Returned {
 			continue
 		}
-		switch in.Kind {
-		case model.OpFail:
-			if out.Rows == 1 {
-				l.Failures++
-				if !in.Retryable {
-					l.Final++
-				}
-				failed[in.Job] = true
+		c.Op(o.Input, o.Output)
+		switch f := model.FactsOf(o.Input, o.Output); {
+		case f.Fails && f.Accepted:
+			if f.Final {
+				l.Final++
 			}
-		case model.OpClaim:
-			if out.Found && failed[out.Job] {
-				l.Retries++
-				failed[out.Job] = false
-			}
-		case model.OpRenew:
-			if out.Rows == 1 || out.Found {
-				l.Renewals++
-			}
-		case model.OpEnqueue:
-			if in.Delay > 0 {
-				l.Scheduled++
-			}
-		case model.OpEffect:
-			l.Effects++
-		case model.OpEffects:
-			counted[in.Job] = o
-		case model.OpObserve:
-			final[in.Job] = o
+			failed[f.Job] = true
+		case f.Took && failed[f.Job]:
+			l.Retries++
+			failed[f.Job] = false
+		case f.Tallies:
+			counted[f.Job] = o
+		case f.Observes:
+			final[f.Job] = o
 		}
 	}
+	l.Failures, l.Renewals, l.Scheduled, l.Effects = int(c.Failures), int(c.Renewals), int(c.Scheduled), int(c.Effects)
 	for _, o := range final {
 		if o.Output.Found && o.Output.State == model.Dead {
 			l.Dead++

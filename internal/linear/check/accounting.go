@@ -70,33 +70,33 @@ func (t *tally) mayVanish(sh model.Shape, id int64) bool {
 }
 
 // tallyOps reads the accepted completions (each by the generation it presented), the claims,
-// and every job's last observation.
+// and every job's last observation, as each operation's facts say.
 func tallyOps(h *history.History) *tally {
 	t := &tally{enqueued: map[int64]bool{}, accepted: map[int64][]genOp{}, maybe: map[int64]int{},
 		final: map[int64]history.Op{}, claims: map[int64][]genOp{}, mentioned: map[int64]bool{}, ending: map[int64]int{}}
 	for _, o := range h.Ops {
-		in, out := o.Input, o.Output
+		f, returned, unknown := model.FactsOf(o.Input, o.Output), o.Output.Outcome == model.Returned, o.Output.Outcome == model.Unknown
 		switch {
-		case in.Kind == model.OpEnqueue && out.Outcome == model.Returned:
-			t.enqueued[out.Job] = true
-		case in.Kind == model.OpEnqueue && out.Outcome == model.Unknown:
+		case f.Creates && returned:
+			t.enqueued[f.Job] = true
+		case f.Creates && unknown:
 			t.unknownEnqueues++
-		case in.Kind == model.OpClaim && out.Outcome == model.Returned && out.Found:
-			t.claims[out.Job] = append(t.claims[out.Job], genOp{out.Gen, o.Call, o.Return})
-			t.mentioned[out.Job] = true
-		case in.Kind == model.OpComplete && out.Outcome == model.Returned && out.Rows == 1:
-			t.accepted[in.Job] = append(t.accepted[in.Job], genOp{in.Gen, o.Call, o.Return})
-			t.mentioned[in.Job] = true
-		case in.Kind == model.OpComplete && out.Outcome == model.Unknown:
-			t.maybe[in.Job]++
-		case in.Kind == model.OpFail && (out.Outcome == model.Unknown || out.Rows == 1) && (!in.Retryable || h.Shape.Life.MaxAttempts > 0):
-			t.ending[in.Job]++
-		case in.Kind == model.OpObserve && out.Outcome == model.Returned:
-			if p, ok := t.final[in.Job]; !ok || o.Call >= p.Call {
-				t.final[in.Job] = o
+		case f.Took && returned:
+			t.claims[f.Job] = append(t.claims[f.Job], genOp{f.Gen, o.Call, o.Return})
+			t.mentioned[f.Job] = true
+		case f.Ends && f.Accepted && returned:
+			t.accepted[f.Job] = append(t.accepted[f.Job], genOp{f.Gen, o.Call, o.Return})
+			t.mentioned[f.Job] = true
+		case f.Ends && unknown:
+			t.maybe[f.Job]++
+		case f.Fails && (unknown || f.Accepted) && (f.Final || h.Shape.Life.MaxAttempts > 0):
+			t.ending[f.Job]++
+		case f.Observes && returned:
+			if p, ok := t.final[f.Job]; !ok || o.Call >= p.Call {
+				t.final[f.Job] = o
 			}
-			if out.Found {
-				t.mentioned[in.Job] = true
+			if o.Output.Found {
+				t.mentioned[f.Job] = true
 			}
 		}
 	}

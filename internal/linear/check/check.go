@@ -127,11 +127,13 @@ func wellFormed(h *history.History) error {
 		if (o.Return == history.Never) != (o.Output.Outcome == model.Unknown) {
 			return fmt.Errorf("operation %d (%s by %s): only an unknown outcome returns at +infinity", i, model.DescribeOp(o.Input, o.Output), o.Session)
 		}
-		// Operations of one transaction overlap: they all return when its COMMIT does.
-		if p, ok := last[o.Client]; ok && o.Input.Kind != model.OpObserve && p.Return >= o.Call && p.Return != o.Return {
+		// Operations of one transaction overlap: they all return when its COMMIT does; a
+		// snapshot's rows are one statement's.
+		observes := model.FactsOf(o.Input, o.Output).Observes
+		if p, ok := last[o.Client]; ok && !observes && p.Return >= o.Call && p.Return != o.Return {
 			return fmt.Errorf("client %d (%s) issued %s before its previous operation %s returned", o.Client, o.Session, model.DescribeOp(o.Input, o.Output), model.DescribeOp(p.Input, p.Output))
 		}
-		if o.Input.Kind != model.OpObserve {
+		if !observes {
 			last[o.Client] = o
 		}
 	}

@@ -7,84 +7,40 @@ import (
 	"github.com/pgqcheck/pgqcheck/model"
 )
 
-// CountOps counts what a history holds, in the counts every mode keeps.
+// CountOps counts what a history holds, in the counts every mode keeps: each operation as its
+// kind's facts say (Counts.Op), one snapshot statement however many rows it observed, and the
+// faults the run injected.
 func CountOps(h *history.History) program.Counts {
 	c := program.Counts{ClaimWaits: int64(len(h.Waits))}
 	snaps := map[int64]bool{}
 	for _, o := range h.Ops {
 		c.Ops++
-		in, out := o.Input, o.Output
-		switch out.Outcome {
+		switch o.Output.Outcome {
 		case model.Unknown:
 			c.Unknown++
 		case model.Aborted:
 			c.Aborted++
 		}
-		switch in.Kind {
-		case model.OpEnqueue:
-			if out.Outcome == model.Returned {
-				c.Enqueued++
-				if in.Delay > 0 {
-					c.Scheduled++
-				}
-			}
-		case model.OpFail:
-			if out.Outcome == model.Returned && out.Rows == 1 {
-				c.Failures++
-			}
-		case model.OpRenew:
-			if out.Outcome == model.Returned && (out.Rows == 1 || out.Found) {
-				c.Renewals++
-			}
-		case model.OpEffect:
-			if out.Outcome == model.Returned {
-				c.Effects++
-			}
-		case model.OpClaim:
-			if program.TimedLease(in.Lease) && out.Outcome != model.NotSent {
-				c.TimedClaims++
-			}
-			switch {
-			case out.Outcome != model.Returned:
-			case out.Found:
-				c.Claims++
-			default:
-				c.EmptyClaims++
-			}
-		case model.OpComplete:
-			if out.Outcome == model.Returned {
-				if out.Rows == 1 {
-					c.Completions++
-				} else {
-					c.RejectedCompletions++
-				}
-			}
-		case model.OpExpire:
-			c.Expiries++
-		case model.OpObserve:
+		c.Op(o.Input, o.Output)
+		if model.FactsOf(o.Input, o.Output).Observes {
 			snaps[o.Call] = true
-		case model.OpLock:
-			c.Locks++
-		case model.OpUnlock:
-			c.Releases++
 		}
 	}
 	c.Snapshots = int64(len(snaps))
 	for _, f := range h.Faults {
-		switch f.Kind {
-		case "cancel":
-			c.Cancels++
-		case "terminate":
-			c.Terminates++
-		case string(faultproxy.DropReply):
-			c.DroppedReplies++
-		case string(faultproxy.Cut):
-			c.Cuts++
-		case string(faultproxy.DelayReply):
-			c.Delays++
-		case string(faultproxy.Stall):
-			c.Stalls++
+		if n := faultCount[f.Kind]; n != nil {
+			*n(&c)++
 		}
 	}
 	return c
+}
+
+// faultCount is the count each kind of fault adds to.
+var faultCount = map[string]func(*program.Counts) *int64{
+	string(program.FaultCancel):    func(c *program.Counts) *int64 { return &c.Cancels },
+	string(program.FaultTerminate): func(c *program.Counts) *int64 { return &c.Terminates },
+	string(faultproxy.DropReply):   func(c *program.Counts) *int64 { return &c.DroppedReplies },
+	string(faultproxy.Cut):         func(c *program.Counts) *int64 { return &c.Cuts },
+	string(faultproxy.DelayReply):  func(c *program.Counts) *int64 { return &c.Delays },
+	string(faultproxy.Stall):       func(c *program.Counts) *int64 { return &c.Stalls },
 }

@@ -61,13 +61,12 @@ func acrossCrash(h *history.History, crash int64) []*model.Violation {
 	done := map[int64]fact{}           // job -> what showed it done
 	gen := map[int64]fact{}            // job -> the highest generation acknowledged
 	claims := map[int64][]history.Op{} // timed claims acknowledged before the crash, per job
-	writes := map[int64][]history.Op{} // claims naming the job, completions, expiries: anything that may change it
+	writes := map[int64][]history.Op{} // anything that may change the job
 	expired := map[int64]history.Op{}  // the last expiry acknowledged before the crash, per job
 	for _, o := range h.Ops {
-		in, out := o.Input, o.Output
-		if id, ok := model.JobOf(in, out); ok && out.Outcome != model.NotSent && out.Outcome != model.Aborted &&
-			(in.Kind == model.OpClaim || in.Kind == model.OpComplete || in.Kind == model.OpExpire) {
-			writes[id] = append(writes[id], o)
+		f, out := model.FactsOf(o.Input, o.Output), o.Output
+		if f.Named && f.Writes && out.Outcome != model.NotSent && out.Outcome != model.Aborted {
+			writes[f.Job] = append(writes[f.Job], o)
 		}
 		// Sent before the crash and answered: only the killed server can have answered it,
 		// whenever the client got round to reading the answer.
@@ -75,70 +74,61 @@ func acrossCrash(h *history.History, crash int64) []*model.Violation {
 			continue
 		}
 		switch {
-		case in.Kind == model.OpEnqueue:
-			existed[out.Job] = true
-		case in.Kind == model.OpExpire:
-			if e, ok := expired[in.Job]; !ok || o.Call > e.Call {
-				expired[in.Job] = o
+		case f.Creates:
+			existed[f.Job] = true
+		case f.Expires:
+			if e, ok := expired[f.Job]; !ok || o.Call > e.Call {
+				expired[f.Job] = o
 			}
-		case in.Kind == model.OpComplete && out.Rows == 1:
-			done[in.Job] = fact{fmt.Sprintf("completion of generation %d returned 1", in.Gen), o}
-		case in.Kind == model.OpObserve && out.Found && out.State == model.Done:
-			if _, ok := done[in.Job]; !ok {
-				done[in.Job] = fact{"a snapshot saw it done", o}
+		case f.Ends && f.Accepted:
+			done[f.Job] = fact{fmt.Sprintf("completion of generation %d returned 1", f.Gen), o}
+		case f.Observes && out.Found && out.State == model.Done:
+			if _, ok := done[f.Job]; !ok {
+				done[f.Job] = fact{"a snapshot saw it done", o}
 			}
 		}
-		var g int64
-		switch {
-		case in.Kind == model.OpClaim && out.Found:
-			g = out.Gen
-			if in.Lease > 0 {
-				claims[out.Job] = append(claims[out.Job], o)
-			}
-		case in.Kind == model.OpObserve && out.Found:
-			g = out.Gen
+		if f.Took && o.Input.Lease > 0 {
+			claims[f.Job] = append(claims[f.Job], o)
 		}
-		if id, ok := model.JobOf(in, out); ok && g > gen[id].op.Output.Gen {
-			gen[id] = fact{model.DescribeOp(in, out), o}
+		if (f.Took || f.Observes && out.Found) && out.Gen > gen[f.Job].op.Output.Gen {
+			gen[f.Job] = fact{model.DescribeOp(o.Input, out), o}
 		}
 	}
 	var out []*model.Violation
 	for _, o := range h.Ops {
-		in, res := o.Input, o.Output
-		if o.Call <= crash || res.Outcome != model.Returned {
+		res := o.Output
+		f := model.FactsOf(o.Input, res)
+		if o.Call <= crash || res.Outcome != model.Returned || !f.Named {
 			continue
 		}
-		id, ok := model.JobOf(in, res)
-		if !ok {
-			continue
-		}
+		id := f.Job
 		d, wasDone := done[id]
 		g, hadGen := gen[id]
 		switch {
-		case in.Kind == model.OpObserve && !res.Found && (existed[id] || wasDone || hadGen):
+		case f.Observes && !res.Found && (existed[id] || wasDone || hadGen):
 			out = append(out, model.Violate(model.PRecovery, "job %d existed before the crash (its enqueue was acknowledged, or a claim or snapshot saw it) and is missing after the restart", id))
-		case in.Kind == model.OpObserve && wasDone && res.State != model.Done:
+		case f.Observes && wasDone && res.State != model.Done:
 			out = append(out, model.Violate(model.PDoneOnce, "job %d was done before the crash (%s, by %s) and is %s after the restart: an acknowledged completion was lost", id, d.what, d.op.Session, res.State))
-		case in.Kind == model.OpClaim && wasDone:
+		case f.Took && wasDone:
 			out = append(out, model.Violate(model.PDoneOnce, "job %d was done before the crash (%s, by %s), and a claim after the restart returned it: an acknowledged completion was lost", id, d.what, d.op.Session))
-		case in.Kind == model.OpComplete && res.Rows == 1 && wasDone:
+		case f.Ends && f.Accepted && wasDone:
 			out = append(out, model.Violate(model.PDoneOnce, "job %d was done before the crash (%s, by %s), and a completion after the restart was accepted again", id, d.what, d.op.Session))
 		}
 		switch {
 		case !hadGen:
-		case in.Kind == model.OpObserve && res.Found && res.Gen < g.op.Output.Gen:
+		case f.Observes && res.Found && res.Gen < g.op.Output.Gen:
 			out = append(out, model.Violate(model.PGenerations, "job %d was at generation %d before the crash (%s, by %s) and at generation %d after the restart: a generation went back", id, g.op.Output.Gen, g.what, g.op.Session, res.Gen))
-		case in.Kind == model.OpClaim && res.Found && res.Gen <= g.op.Output.Gen:
+		case f.Took && res.Gen <= g.op.Output.Gen:
 			out = append(out, model.Violate(model.PGenerations, "job %d was at generation %d before the crash (%s, by %s), and a claim after the restart returned generation %d: a generation was reused", id, g.op.Output.Gen, g.what, g.op.Session, res.Gen))
 		}
 		if e, ok := expired[id]; ok && hadGen && !h.Shape.NoGeneration && expiryLost(h, e, g.op, o) {
 			seen := "a snapshot after the restart shows that generation's lease live"
-			if in.Kind == model.OpComplete {
+			if f.Ends {
 				seen = fmt.Sprintf("a completion of that generation after the restart (by %s) was accepted", o.Session)
 			}
 			out = append(out, model.Violate(model.PRecovery, "job %d was expired before the crash (by %s, after %s returned), and %s: an acknowledged expiry was lost", id, e.Session, g.what, seen))
 		}
-		if in.Kind == model.OpObserve && res.Found && res.State == model.Running {
+		if f.Observes && res.Found && res.State == model.Running {
 			for _, c := range claims[id] {
 				if v := leaseAcross(c, o, writes[id]); v != nil {
 					out = append(out, v)
@@ -176,29 +166,26 @@ func leaseAcross(c, o history.Op, writes []history.Op) *model.Violation {
 // expiryLost reports whether o, answered after the restart, shows the lease of the generation
 // c (a claim, or a snapshot) saw, which expiry e ended before the crash, still running: a
 // snapshot sees that generation running live, or the queue, which promises fencing, accepts a
-// completion of it. e was called after c returned, and nothing that names the job and may
-// claim, expire, renew or fail it was called between e and o's return.
+// completion of it. e was called after c returned, and nothing else that may change the job
+// (claim, expire, renew, fail, complete or rescue it) was called between e and o's return.
 func expiryLost(h *history.History, e, c, o history.Op) bool {
-	in, res := o.Input, o.Output
+	f, res := model.FactsOf(o.Input, o.Output), o.Output
 	switch {
 	case e.Call < c.Return:
 		return false
-	case in.Kind == model.OpObserve && res.Found && res.State == model.Running && res.Live && res.Gen == c.Output.Gen:
-	case in.Kind == model.OpComplete && res.Rows == 1 && in.Gen == c.Output.Gen && !h.Shape.Unfenced:
+	case f.Observes && res.Found && res.State == model.Running && res.Live && res.Gen == c.Output.Gen:
+	case f.Ends && f.Accepted && f.Gen == c.Output.Gen && !h.Shape.Unfenced:
 	default:
 		return false
 	}
 	for _, w := range h.Ops {
-		if w.Call <= e.Call || w.Call >= o.Return {
+		if w.Call <= e.Call || w.Call >= o.Return || w.Call == o.Call && w.Session == o.Session {
 			continue
 		}
-		switch w.Input.Kind {
-		case model.OpClaim, model.OpExpire, model.OpRenew, model.OpFail:
-			// A claim whose answer was lost may have taken the job, but at a newer generation
-			// than the snapshot's.
-			if id, ok := model.JobOf(w.Input, w.Output); ok && id == e.Input.Job {
-				return false
-			}
+		// A claim whose answer was lost may have taken the job, but at a newer generation than
+		// the snapshot's: only what names the job counts.
+		if wf := model.FactsOf(w.Input, w.Output); wf.Writes && wf.Named && wf.Job == e.Input.Job {
+			return false
 		}
 	}
 	return true

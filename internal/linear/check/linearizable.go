@@ -246,7 +246,7 @@ func blameNext(sh model.Shape, state model.JobState, part []porcupine.Operation,
 		if _, bad := sh.StepJob(state, in, out); bad == nil {
 			continue
 		}
-		obs := in.Kind == model.OpObserve
+		obs := model.FactsOf(in, out).Observes
 		if blamed < 0 || (observation && !obs) {
 			blamed, observation = i, obs
 		}
@@ -258,13 +258,13 @@ func blameNext(sh model.Shape, state model.JobState, part []porcupine.Operation,
 // only completions that could have done it presented a generation that was not the current
 // one, their answers lost. The snapshot shows what a stale completion did: property 1.
 func staleCompletionSeen(state model.JobState, part []porcupine.Operation, in model.Input, out model.Output) *model.Violation {
-	if in.Kind != model.OpObserve || !out.Found || out.State != model.Done || state.State == model.Done {
+	if !model.FactsOf(in, out).Observes || !out.Found || out.State != model.Done || state.State == model.Done {
 		return nil
 	}
 	var stale *model.Input
 	for _, o := range part {
 		ci, co := o.Input.(model.Input), o.Output.(model.Output)
-		if ci.Kind != model.OpComplete || co.Outcome != model.Unknown {
+		if !model.FactsOf(ci, co).Ends || co.Outcome != model.Unknown {
 			continue
 		}
 		if state.State == model.Running && ci.Gen == state.Gen {

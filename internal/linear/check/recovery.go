@@ -28,8 +28,8 @@ func inventedTokens(h *history.History) []*model.Violation {
 	type token struct{ job, gen int64 }
 	given := map[token]int64{} // the earliest call of a claim whose answer named the token
 	for _, o := range h.Ops {
-		if o.Input.Kind == model.OpClaim && o.Output.Found {
-			t := token{o.Output.Job, o.Output.Gen}
+		if f := model.FactsOf(o.Input, o.Output); f.Took {
+			t := token{f.Job, f.Gen}
 			if c, ok := given[t]; !ok || o.Call < c {
 				given[t] = o.Call
 			}
@@ -38,8 +38,9 @@ func inventedTokens(h *history.History) []*model.Violation {
 	var out []*model.Violation
 	seen := map[token]bool{}
 	for _, o := range h.Ops {
-		t := token{o.Input.Job, o.Input.Gen}
-		if o.Input.Kind != model.OpComplete || o.Output.Outcome == model.NotSent || seen[t] {
+		f := model.FactsOf(o.Input, o.Output)
+		t := token{f.Job, f.Gen}
+		if !f.Ends || o.Output.Outcome == model.NotSent || seen[t] {
 			continue
 		}
 		if c, ok := given[t]; !ok || c >= o.Call {

@@ -122,15 +122,15 @@ func CutToJob(h *history.History, job int64) *history.History {
 	sessions := map[string]bool{}
 	from, to := int64(history.Never), int64(0) // the job's active span: faults outside it are noise
 	for _, o := range h.Ops {
-		id, named := model.JobOf(o.Input, o.Output)
-		lock := o.Input.Kind == model.OpLock || o.Input.Kind == model.OpUnlock
-		if (named && id == job) || (!named && !model.Ignored(o.Input, o.Output)) || (lock && o.Input.Job == job) {
+		f := model.FactsOf(o.Input, o.Output)
+		id, named := f.Job, f.Named
+		if (named && id == job) || (!named && !model.Ignored(o.Input, o.Output)) || ((f.Locks || f.Unlocks) && f.Job == job) {
 			cut.Ops = append(cut.Ops, o)
 			sessions[o.Session] = true
 		}
 		if named && id == job {
 			from = min(from, o.Call)
-			if o.Return != history.Never && o.Input.Kind != model.OpObserve {
+			if o.Return != history.Never && !f.Observes {
 				to = max(to, o.Return)
 			}
 		}

@@ -57,10 +57,10 @@ func annotations(h *history.History, bySession map[string]int) []porcupine.Annot
 	var out []porcupine.Annotation
 	held := map[string]history.Op{}
 	for _, o := range h.Ops {
-		switch o.Input.Kind {
-		case model.OpLock:
+		switch f := model.FactsOf(o.Input, o.Output); {
+		case f.Locks:
 			held[o.Session] = o
-		case model.OpUnlock:
+		case f.Unlocks:
 			if l, ok := held[o.Session]; ok {
 				end := o.Return
 				desc := fmt.Sprintf("%s holds job %d's row lock", o.Session, o.Input.Job)

@@ -7,7 +7,6 @@ import (
 	"github.com/pgqcheck/pgqcheck/internal/pgerr"
 	"github.com/pgqcheck/pgqcheck/internal/program"
 	"github.com/pgqcheck/pgqcheck/model"
-	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // deadlock is a statement that Postgres aborted in a deadlock (SQLSTATE 40P01) as a finding of
@@ -38,11 +37,8 @@ func (r *scheduledRun) deadlock(sess *scheduledSession, st program.Stmt, err err
 
 // describe is a statement with the queue's file it runs, where it runs one.
 func describe(st program.Stmt) string {
-	if f, ok := fileOf[st.Name()]; ok {
+	if f, ok := program.FileOf(st); ok {
 		return fmt.Sprintf("%s (%s)", st, f)
 	}
 	return st.String()
 }
-
-var fileOf = map[string]string{"claim": sut.FileClaim, "complete": sut.FileComplete, "effect": sut.FileEffect,
-	"fail": sut.FileFail, "renew": sut.FileRenew, "expire": sut.FileExpire, "lock": sut.FileLock}

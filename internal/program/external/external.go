@@ -91,15 +91,17 @@ func (st CallStmt) Judge(_ *model.Queue, _ *program.Session, r program.Result, _
 }
 func (CallStmt) Apply(*program.World, *program.Session, program.Result, model.Window) {}
 func (CallStmt) Record(program.Recording, program.Result)                             {}
-func (st CallStmt) Tally(t *program.Tally, r program.Result) {
+
+// Count: no history records a call; what it counts is its own.
+func (st CallStmt) Count(c *program.Counts, r program.Result) {
 	if r.Err != nil {
 		return
 	}
-	t.Calls++
+	c.Calls++
 	if r.Out.Rows > 1 {
-		t.Retried++
+		c.Retries++
 	}
-	t.Duplicates += duplicates(st.Job, r)
+	c.Duplicates += int64(duplicates(st.Job, r))
 }
 
 // duplicates is how many effects of job the call added beyond its first.
@@ -182,7 +184,6 @@ func CheckDone(d effectdest.Counts, done func(job int64) bool) error {
 }
 func (CountStmt) Apply(*program.World, *program.Session, program.Result, model.Window) {}
 func (CountStmt) Record(program.Recording, program.Result)                             {}
-func (CountStmt) Tally(*program.Tally, program.Result)                                 {}
 
 // The formats the operations print with and parse from; the session an operation runs on is
 // printed before it. A call's fault follows it.

@@ -27,6 +27,7 @@ type FailStmt struct {
 }
 
 func (FailStmt) Name() string { return "fail" }
+func (FailStmt) File() string { return sut.FileFail }
 func (st FailStmt) String() string {
 	return fmt.Sprintf("fail job %d gen %d", st.Job, st.Gen)
 }
@@ -62,11 +63,6 @@ func (st FailStmt) Apply(w *program.World, s *program.Session, r program.Result,
 func (st FailStmt) Record(h program.Recording, r program.Result) {
 	program.WriteOrFail(h, model.Input{Kind: model.OpFail, Job: st.Job, Gen: st.Gen, Retryable: st.Retryable, Text: st.Text}, r)
 }
-func (st FailStmt) Tally(t *program.Tally, r program.Result) {
-	if r.Err == nil && r.Out.Rows == 1 {
-		t.Failed++
-	}
-}
 
 // claimsOf is how many claims of a job the run has seen return.
 func claimsOf(w *program.World, job int64) int64 {
@@ -86,6 +82,7 @@ type RenewStmt struct {
 }
 
 func (RenewStmt) Name() string { return "renew" }
+func (RenewStmt) File() string { return sut.FileRenew }
 func (st RenewStmt) String() string {
 	return fmt.Sprintf("renew job %d gen %d for %v", st.Job, st.Gen, st.Lease)
 }
@@ -116,11 +113,6 @@ func (st RenewStmt) Apply(_ *program.World, s *program.Session, r program.Result
 func (st RenewStmt) Record(h program.Recording, r program.Result) {
 	program.WriteOrFail(h, model.Input{Kind: model.OpRenew, Job: st.Job, Gen: st.Gen, Lease: st.Lease}, r)
 }
-func (st RenewStmt) Tally(t *program.Tally, r program.Result) {
-	if r.Err == nil && r.Out.Rows == 1 {
-		t.Renewed++
-	}
-}
 
 // HeartbeatStmt is a worker's heartbeat, where leases are the worker's: every live lease it
 // holds runs for Lease from now.
@@ -130,6 +122,7 @@ type HeartbeatStmt struct {
 }
 
 func (HeartbeatStmt) Name() string { return "heartbeat" }
+func (HeartbeatStmt) File() string { return sut.FileRenew }
 func (st HeartbeatStmt) String() string {
 	return fmt.Sprintf("heartbeat of %s for %v", st.Worker, st.Lease)
 }
@@ -177,11 +170,6 @@ func (st HeartbeatStmt) Record(h program.Recording, r program.Result) {
 		h.Write(in, model.Output{Found: true, Job: id})
 	}
 }
-func (st HeartbeatStmt) Tally(t *program.Tally, r program.Result) {
-	if r.Err == nil {
-		t.Renewed += len(r.Jobs)
-	}
-}
 
 // renewTokens moves the end of the session's newest token of each job which renewed to lease
 // after at.
@@ -221,17 +209,13 @@ func (st LaterStmt) Apply(w *program.World, s *program.Session, r program.Result
 func (st LaterStmt) Record(h program.Recording, r program.Result) {
 	program.WriteOrFail(h, model.Input{Kind: model.OpEnqueue, Payload: st.Payload, Delay: st.Delay}, r)
 }
-func (st LaterStmt) Tally(t *program.Tally, r program.Result) {
-	if r.Err == nil {
-		t.Scheduled++
-	}
-}
 
 // EffectStmt writes a job's business effect in the session's open transaction, which holds
 // the job's completion (effect.sql); it takes effect when that transaction commits.
 type EffectStmt struct{ Job int64 }
 
 func (EffectStmt) Name() string      { return "effect" }
+func (EffectStmt) File() string      { return sut.FileEffect }
 func (st EffectStmt) String() string { return fmt.Sprintf("effect of job %d", st.Job) }
 func (st EffectStmt) Exec(ctx context.Context, s *sut.Session) program.Result {
 	clk, err := s.Effect(ctx, st.Job)
@@ -261,17 +245,13 @@ func (st EffectStmt) Apply(_ *program.World, s *program.Session, r program.Resul
 func (st EffectStmt) Record(h program.Recording, r program.Result) {
 	program.WriteOrFail(h, model.Input{Kind: model.OpEffect, Job: st.Job}, r)
 }
-func (st EffectStmt) Tally(t *program.Tally, r program.Result) {
-	if r.Err == nil {
-		t.Effects++
-	}
-}
 
 // EffectsStmt reads the business table's effect count of every job (effects.sql). Known holds
 // the jobs a history records a count of (zero where the table has none).
 type EffectsStmt struct{ Known []int64 }
 
 func (EffectsStmt) Name() string      { return "effects" }
+func (EffectsStmt) File() string      { return sut.FileEffects }
 func (st EffectsStmt) String() string { return st.Name() }
 func (st EffectsStmt) Exec(ctx context.Context, s *sut.Session) program.Result {
 	counts, clk, err := s.Effects(ctx)
@@ -306,7 +286,6 @@ func (st EffectsStmt) Record(h program.Recording, r program.Result) {
 		h.Read(model.Input{Kind: model.OpEffects, Job: id}, model.Output{Rows: n[id]})
 	}
 }
-func (st EffectsStmt) Tally(*program.Tally, program.Result) {}
 
 // rowsAnswer is the answer of a statement that changes one claim's job: its rows, or its error.
 func rowsAnswer(job, gen int64, r program.Result) string {
