@@ -22,10 +22,12 @@ package fuzz
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/pgqcheck/pgqcheck/internal/generate"
 	"github.com/pgqcheck/pgqcheck/internal/program"
+	"github.com/pgqcheck/pgqcheck/internal/program/lifecycle"
 	"github.com/pgqcheck/pgqcheck/internal/sequential"
 )
 
@@ -80,7 +82,7 @@ func Encode(steps []Step) []byte {
 	return out
 }
 
-// How a locker's transaction ends, in the encoding's order.
+// How a locker's transaction ends.
 type End int
 
 const (
@@ -90,7 +92,7 @@ const (
 	EndTerminate
 )
 
-// How a claim transaction ends, in the encoding's order.
+// How a claim transaction ends.
 type TxnEnd int
 
 const (
@@ -99,53 +101,80 @@ const (
 	TxnCompleteRollback               // complete it, then roll back: nothing happened
 )
 
-// Constructors for writing programs by hand (the seed corpus): each encodes its arguments as
-// the kind's draw decodes them (generate.Arg: the first choice is the lowest digit). Spans are
-// positions in the program package's scales (generate.TimedLeases, NearMargins, RealPauses,
-// TxnWaits, TxnHolds).
-func Enqueue(n int) Step          { return Step{code("enqueue"), byte(n - 1)} }
-func Claim(w int) Step            { return Step{code("claim"), byte(w)} }
-func Complete(w, back int) Step   { return Step{code("complete"), byte(w + Workers*back)} }
-func Expire(job int) Step         { return Step{code("expire"), byte(job)} }
-func Lock(l, job int) Step        { return Step{code("lock"), byte(l + Lockers*job)} }
-func Release(l int, how End) Step { return Step{code("release"), byte(l + Lockers*int(how))} }
-func Crash(w int) Step            { return Step{code("crash"), byte(w)} }
-func Drain(w int) Step            { return Step{code("drain"), byte(w)} }
-func Pause(w int) Step            { return Step{code("pause"), byte(w)} }
+// Constructors for writing programs by hand (the seed corpus). Each names the operations it
+// stands for, and the step is found from the kind's own draw (encode): the encoding is the
+// draws', written nowhere else. Spans are positions in the program package's scales
+// (generate.TimedLeases, NearMargins, RealPauses, TxnWaits, TxnHolds, LaterDelays); a job is its
+// position among the jobs enqueued so far.
+func Enqueue(n int) Step { return encode("enqueue", program.Enqueue{N: n}) }
+func Claim(w int) Step   { return encode("claim", program.Claim{S: worker(w)}) }
+func Complete(w, back int) Step {
+	return encode("complete", program.Complete{S: worker(w), Back: back})
+}
+func Expire(job int) Step  { return encode("expire", program.Expire{Job: jobAt(job)}) }
+func Lock(l, job int) Step { return encode("lock", program.Lock{S: locker(l), Job: jobAt(job)}) }
+func Release(l int, how End) Step {
+	ends := map[End]program.Op{EndCommit: program.Commit{S: locker(l)}, EndRollback: program.Rollback{S: locker(l)},
+		EndCancel: program.Cancel{S: locker(l)}, EndTerminate: program.Terminate{S: locker(l)}}
+	return encode("release", ends[how])
+}
+func Crash(w int) Step { return encode("crash", program.Crash{W: worker(w)}) }
+func Drain(w int) Step { return encode("drain", program.Drain{S: worker(w)}) }
+func Pause(w int) Step { return encode("pause", program.Pause{W: worker(w)}) }
 func TimedClaim(w, lease int) Step {
-	return Step{code("timed-claim"), byte(w + Workers*lease)}
+	return encode("timed-claim", program.Claim{S: worker(w), Lease: generate.TimedLeases[lease]})
 }
 func Near(w, margin int, after bool) Step {
-	a := w + Workers*margin
-	if after {
-		a += Workers * len(generate.NearMargins)
-	}
-	return Step{code("near"), byte(a)}
+	return encode("near", program.Near{W: worker(w), Margin: generate.NearMargins[margin], After: after})
 }
-func Sleep(pause int) Step { return Step{code("real-pause"), byte(pause)} }
+func Sleep(pause int) Step { return encode("real-pause", program.Sleep{D: generate.RealPauses[pause]}) }
 
 // The lifecycle's steps: a failure of a worker's token (back places before its newest), final
 // or retryable; a renewal; a worker's heartbeat; a job due after one of generate.LaterDelays;
 // a completion with its business effect.
 func Fail(w, back int, final bool) Step {
-	a := w + Workers*back
-	if final {
-		a += Workers * 2 * 3
-	}
-	return Step{code("fail"), byte(a)}
+	return encode("fail", lifecycle.Fail{S: worker(w), Back: back, Final: final})
 }
-func Renew(w, back int) Step      { return Step{code("renew"), byte(w + Workers*back)} }
-func Heartbeat(w int) Step        { return Step{code("heartbeat"), byte(w)} }
-func Later(w, delay int) Step     { return Step{code("enqueue-later"), byte(w + Workers*delay)} }
-func WithEffect(w, back int) Step { return Step{code("effect-complete"), byte(w + Workers*back)} }
+func Renew(w, back int) Step { return encode("renew", lifecycle.Renew{S: worker(w), Back: back}) }
+func Heartbeat(w int) Step   { return encode("heartbeat", lifecycle.Heartbeat{S: worker(w)}) }
+func Later(w, delay int) Step {
+	return encode("enqueue-later", lifecycle.Later{S: worker(w), Delay: generate.LaterDelays[delay]})
+}
+func WithEffect(w, back int) Step {
+	return encode("effect-complete", lifecycle.WithEffect{S: worker(w), Back: back})
+}
 func ClaimTxn(w, wait, hold, lease int, end TxnEnd) Step {
-	nw, nh, nl := len(generate.TxnWaits), len(generate.TxnHolds), len(generate.TimedLeases)
-	a := w + Workers*(wait+nw*(hold+nh*(lease+nl*int(end))))
-	if a > 255 {
-		// A rolled-back transaction with a long lease and long waits does not fit one byte.
-		panic(fmt.Sprintf("fuzz.ClaimTxn(%d, %d, %d, %d, %d): argument %d does not fit a byte", w, wait, hold, lease, end, a))
+	return encode("fuzz-claim-txn", program.ClaimTxn{S: worker(w), Wait: generate.TxnWaits[wait], Hold: generate.TxnHolds[hold],
+		Lease: generate.TimedLeases[lease], Complete: end != TxnCommit, Commit: end != TxnCompleteRollback})
+}
+
+func worker(i int) string { return program.WorkerName(i) }
+func locker(i int) string { return program.LockerName(i) }
+func jobAt(pos int) int64 { return encodingWorld.Jobs[pos] }
+
+// encodingWorld is the world a step is found in: its jobs outnumber what one byte can name, so
+// that a job's position is a digit of its own, as many jobs as a program has enqueued when it
+// runs.
+var encodingWorld = func() *program.World {
+	w := &program.World{}
+	for id := int64(1); id <= 256; id++ {
+		w.Jobs = append(w.Jobs, id)
 	}
-	return Step{code("fuzz-claim-txn"), byte(a)}
+	return w
+}()
+
+// encode is the step of the named kind whose draw, in encodingWorld, makes exactly ops: the
+// smallest argument byte that decodes to them, so that each choice is its own digit in the
+// order the draw makes it (generate.Arg).
+func encode(name string, ops ...program.Op) Step {
+	c := code(name)
+	for a := range 256 {
+		s := Step{c, byte(a)}
+		if got, _ := s.Ops(encodingWorld); reflect.DeepEqual(got, ops) {
+			return s
+		}
+	}
+	panic(fmt.Sprintf("fuzz: no argument byte of a %s step draws %v", name, ops))
 }
 
 // Ops decodes a step into the operations it stands for: its kind's draw, with the argument
