@@ -25,13 +25,8 @@ const sequentialRounds = 3
 // sleeps.
 func Sequential(t *testing.T, q *sut.Queue, c Config, realTime bool) {
 	ctx := context.Background()
-	search, err := hunt.NewSequential(ctx, c.Install(t, q))
-	if err != nil {
-		t.Fatal(err)
-	}
+	search, divide := c.sequential(t, q, realTime)
 	defer search.Close()
-	search.RealTime = realTime
-	search.ReduceFor(c.reduce())
 	var first string // the first failing run's program, saved before any shrinking
 	search.OnFailure = func(f *verdict.Finding) {
 		if first == "" {
@@ -44,10 +39,6 @@ func Sequential(t *testing.T, q *sut.Queue, c Config, realTime bool) {
 			notPromisedFinding(t, p, seen, reduce, c.reduce())
 		}
 		notPromised[p] += seen
-	}
-	divide := 1
-	if realTime {
-		divide = 5
 	}
 	// A real-time search that let no lease run out by itself judged nothing in real time. (A
 	// queue that fixes a lease longer than a run has only real pauses to judge.)
@@ -106,21 +97,27 @@ func notPromisedFinding(t *testing.T, p model.Property, seen int, reduce func() 
 // the harness fails tb.
 func Find(tb testing.TB, q *sut.Queue, c Config, realTime bool) *verdict.Finding {
 	tb.Helper()
-	ctx := context.Background()
-	search, err := hunt.NewSequential(ctx, c.Install(tb, q))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	search, divide := c.sequential(tb, q, realTime)
 	defer search.Close()
-	search.RealTime = realTime
-	search.ReduceFor(c.reduce())
-	divide := 1
-	if realTime {
-		divide = 5
-	}
-	f, _, err := search.Search(ctx, c.settings(0, divide), &hunt.Sum{})
+	f, _, err := search.Search(context.Background(), c.settings(0, divide), &hunt.Sum{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return f
+}
+
+// sequential is a sequential search on q installed in a database of its own, and what its
+// checks are divided by: a real-time search runs a fifth of them, since a run mostly sleeps.
+func (c Config) sequential(tb testing.TB, q *sut.Queue, realTime bool) (*hunt.Sequential, int) {
+	tb.Helper()
+	search, err := hunt.NewSequential(context.Background(), c.Install(tb, q))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	search.RealTime = realTime
+	search.ReduceFor(c.reduce())
+	if realTime {
+		return search, 5
+	}
+	return search, 1
 }
