@@ -48,7 +48,7 @@ func Corpus() []Entry {
 	staleCompletion := []Step{Enqueue(1), Claim(1), Expire(0), Claim(0), Complete(1, 0)}
 	return append([]Entry{
 		{Name: "seed-walkthrough", Steps: seedWalkthrough},
-		{Name: "seed-locker-cancelled", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, EndCancel), Claim(1), Complete(1, 0)}},
+		{Name: "seed-locker-cancelled", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, EndInterrupt), Claim(1), Complete(1, 0)}},
 		{Name: "seed-locker-terminated", Steps: []Step{Enqueue(2), Lock(0, 0), Claim(0), Release(0, EndTerminate), Claim(1), Complete(1, 0)}},
 		{Name: "seed-crash-and-drain", Steps: []Step{Enqueue(3), Claim(0), Claim(1), Crash(0), Pause(1), Drain(2)}},
 		// Real time: w0's 100 ms lease runs out while it pauses (nothing expires it), w1 may

@@ -41,17 +41,17 @@ const (
 // MaxSteps bounds a program, so one input cannot run for long.
 const MaxSteps = 64
 
-// Kind is an operation's code, the first byte of its step: the position of its kind in
+// Code is an operation's code, the first byte of its step: the position of its kind in
 // generate.FuzzCodes, the encoding's order.
-type Kind byte
+type Code byte
 
 // code is the named kind's code.
-func code(name string) Kind {
+func code(name string) Code {
 	i := slices.Index(generate.FuzzCodes, name)
 	if i < 0 {
 		panic("fuzz: no kind " + name + " in generate.FuzzCodes")
 	}
-	return Kind(i)
+	return Code(i)
 }
 
 // Step is two bytes of fuzz input: an operation's code and its argument. It is an encoding,
@@ -59,7 +59,7 @@ func code(name string) Kind {
 // references (positions among the jobs enqueued so far) when the step runs, so programs mean
 // the same on any queue whatever ids it hands out.
 type Step struct {
-	Kind Kind
+	Code Code
 	Arg  byte
 }
 
@@ -68,7 +68,7 @@ type Step struct {
 func Decode(b []byte) []Step {
 	var out []Step
 	for i := 0; i+1 < len(b) && len(out) < MaxSteps; i += 2 {
-		out = append(out, Step{Kind(b[i] % byte(len(generate.FuzzCodes))), b[i+1]})
+		out = append(out, Step{Code(b[i] % byte(len(generate.FuzzCodes))), b[i+1]})
 	}
 	return out
 }
@@ -77,7 +77,7 @@ func Decode(b []byte) []Step {
 func Encode(steps []Step) []byte {
 	out := make([]byte, 0, 2*len(steps))
 	for _, s := range steps {
-		out = append(out, byte(s.Kind), s.Arg)
+		out = append(out, byte(s.Code), s.Arg)
 	}
 	return out
 }
@@ -88,7 +88,7 @@ type End int
 const (
 	EndCommit End = iota
 	EndRollback
-	EndCancel
+	EndInterrupt
 	EndTerminate
 )
 
@@ -115,7 +115,7 @@ func Expire(job int) Step  { return encode("expire", program.Expire{Job: jobAt(j
 func Lock(l, job int) Step { return encode("lock", program.Lock{S: locker(l), Job: jobAt(job)}) }
 func Release(l int, how End) Step {
 	ends := map[End]program.Op{EndCommit: program.Commit{S: locker(l)}, EndRollback: program.Rollback{S: locker(l)},
-		EndCancel: program.Cancel{S: locker(l)}, EndTerminate: program.Terminate{S: locker(l)}}
+		EndInterrupt: program.Interrupt{S: locker(l)}, EndTerminate: program.Terminate{S: locker(l)}}
 	return encode("release", ends[how])
 }
 func Crash(w int) Step { return encode("crash", program.Crash{W: worker(w)}) }
@@ -183,7 +183,7 @@ func encode(name string, ops ...program.Op) Step {
 // there). The fuzzer's programs are the program package's operations. ok is false when the
 // step names a job and there is none yet.
 func (s Step) Ops(w *program.World) (ops []program.Op, ok bool) {
-	k := generate.KindNamed(generate.FuzzCodes[int(s.Kind)%len(generate.FuzzCodes)])
+	k := generate.KindNamed(generate.FuzzCodes[int(s.Code)%len(generate.FuzzCodes)])
 	ops = k.Draw(&generate.Draw{C: generate.NewArg(s.Arg), Dialect: generate.DialectFuzz, W: w})
 	return ops, len(ops) > 0
 }

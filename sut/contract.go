@@ -309,7 +309,7 @@ func (d *Declared) declare(b []byte) (string, error) {
 	}
 	switch cfg.Claims {
 	case "alone":
-		d.ClaimsAlone = true
+		d.ClaimsOutsideTxns = true
 	case "", "in-transactions":
 	default:
 		return "", fmt.Errorf("claims %q is unknown; use \"alone\" (the queue's workers always claim in a statement of its own) or leave it out (a claim may run inside a longer transaction)", cfg.Claims)

@@ -31,15 +31,15 @@ type Declared struct {
 	FixedLease time.Duration
 	// OpaqueIDs: ids are uuid or text; the suite numbers jobs in enqueue order.
 	OpaqueIDs bool
-	// ClaimsAlone: the queue's workers always claim in a statement of its own, never inside a
+	// ClaimsOutsideTxns: the queue's workers always claim in a statement of its own, never inside a
 	// transaction that began earlier, so no claim is drawn inside one. Without it a claim may run
 	// inside a longer transaction, and must read the clock, not the transaction's start.
-	ClaimsAlone bool
-	// WorkAlone: the queue runs its enqueues, claims, completions and failures on connections
+	ClaimsOutsideTxns bool
+	// OwnsTransactions: the queue runs its enqueues, claims, completions and failures on connections
 	// of its own, never inside a caller's transaction (a Go queue whose worker owns the
 	// transaction that holds its job), so none of them is drawn inside one. It implies
 	// ClaimsAlone.
-	WorkAlone bool
+	OwnsTransactions bool
 }
 
 // Can is what the queue ships beyond the contract's core (Shape.Can), made once, as the queue

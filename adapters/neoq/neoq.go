@@ -83,15 +83,15 @@ func init() {
 // Promises is what neoq declares, as the model judges it (see the package doc). The lease is
 // the claim's transaction on neoq's own connection, which nothing ends but the completion or
 // its backend's end: a fixed long lease, ended by Expire. Not TxBound: that form watches the
-// session's own transaction, and neoq's is on a connection of its own. WorkAlone: neoq's
+// session's own transaction, and neoq's is on a connection of its own. OwnsTransactions: neoq's
 // worker opens its transaction itself, never inside a caller's.
-var Promises = sut.Declared{Order: model.Any, FixedLease: time.Hour, WorkAlone: true}
+var Promises = sut.Declared{Order: model.Any, FixedLease: time.Hour, OwnsTransactions: true}
 
 // NoRetriesPromises is what neoq declares for jobs with MaxRetries 0: a handler's error ends
 // the job's only attempt, which moves it to the dead jobs with the error kept (updateJob),
 // whether the error is meant for good or not (neoq has no failure for good), and no backoff
 // is ever waited. The model's lifecycle of one attempt, failures counted when they fail.
-var NoRetriesPromises = sut.Declared{Order: model.Any, FixedLease: time.Hour, WorkAlone: true,
+var NoRetriesPromises = sut.Declared{Order: model.Any, FixedLease: time.Hour, OwnsTransactions: true,
 	Shape: model.Shape{Life: model.Lifecycle{MaxAttempts: 1}}}
 
 // The adapter's timing, none of it a promise of neoq's.

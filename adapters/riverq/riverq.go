@@ -81,8 +81,8 @@ var Promises = sut.Declared{
 	Shape: model.Shape{RescueOnly: true, Unfenced: true, Life: model.Lifecycle{
 		MaxAttempts: MaxAttempts, Backoff: Backoff, Factor: 2,
 		AttemptsAtClaim: true, LapsesCount: true, RescueBackoff: true}},
-	FixedLease:  Horizon,
-	ClaimsAlone: true,
+	FixedLease:        Horizon,
+	ClaimsOutsideTxns: true,
 }
 
 // Register registers River under "river-<version>", the version the calling module's go.mod

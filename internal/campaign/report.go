@@ -204,7 +204,7 @@ var exercises = []struct {
 		return c.Completions + c.DrainedJobs, fmt.Sprintf("jobs completed (%d by drains)", c.DrainedJobs)
 	}},
 	{[]model.Property{model.PSkipLocked}, func(c program.Counts, _ *Report) (int64, string) {
-		return c.Locks, fmt.Sprintf("row locks held by lockers (%d released, %d cancelled, %d terminated)", c.Releases, c.Cancels, c.Terminates)
+		return c.Locks, fmt.Sprintf("row locks held by lockers (%d released, %d interrupted, %d terminated)", c.Releases, c.Interrupts, c.Terminates)
 	}},
 	{[]model.Property{model.PRecovery}, func(c program.Counts, _ *Report) (int64, string) {
 		return c.Expiries + c.Pauses + c.Drains, fmt.Sprintf("expiries, pauses past a lease and drains (%d jobs drained, %d empty claims)", c.DrainedJobs, c.EmptyClaims)

@@ -50,7 +50,7 @@ func (r *run) judge() error {
 // firstViolation is when, from the run's first reading, the run first broke a promise: the
 // earliest of the observed findings and the time the failing job's history first showed its
 // violation, or the run's end for one only the drain shows (-1: nothing broke).
-func firstViolation(h *history.History, v *check.Verdict, ov *observed.Verdict) time.Duration {
+func firstViolation(h *history.History, v *check.Conclusion, ov *observed.Verdict) time.Duration {
 	first := time.Duration(-1)
 	take := func(t time.Duration) {
 		if first < 0 || t < first {

@@ -83,7 +83,7 @@ type Result struct {
 	Enqueued, Executions int
 	Effects              int64
 	History              *history.History
-	Verdict              *check.Verdict
+	Verdict              *check.Conclusion
 	Observed             *observed.Verdict
 	// FirstViolation is when, from the run's start, the history first broke a promise (-1: it
 	// never did).

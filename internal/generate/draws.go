@@ -103,7 +103,7 @@ func lock(d *Draw) []program.Op {
 // then how it ends.
 func release(d *Draw) []program.Op {
 	l := d.Locker()
-	ends := []program.Op{program.Commit{S: l}, program.Rollback{S: l}, program.Cancel{S: l}, program.Terminate{S: l}}
+	ends := []program.Op{program.Commit{S: l}, program.Rollback{S: l}, program.Interrupt{S: l}, program.Terminate{S: l}}
 	return one(ends[d.Choose(0, len(ends)-1, "how")])
 }
 

@@ -23,7 +23,7 @@ type Counts struct {
 	Pauses               int64 `json:"pauses"` // a worker paused past its lease (its newest job expired)
 	Locks                int64 `json:"locks"`
 	Releases             int64 `json:"releases"`
-	Cancels              int64 `json:"cancelled_lockers"`
+	Interrupts           int64 `json:"cancelled_lockers"` // pg_cancel_backend, as reports have always named it
 	Terminates           int64 `json:"terminated_lockers"`
 	Crashes              int64 `json:"crashes"`
 	Drains               int64 `json:"drains"`
@@ -69,8 +69,8 @@ type Counts struct {
 }
 
 func (c Counts) String() string {
-	s := fmt.Sprintf("%d enqueued, %d claims (+%d empty), %d completions accepted, %d refused (%d with an older token), %d expiries, %d row locks, %d cancels, %d terminations",
-		c.Enqueued, c.Claims, c.EmptyClaims, c.Completions, c.RejectedCompletions, c.StaleTokenCompletion, c.Expiries, c.Locks, c.Cancels, c.Terminates)
+	s := fmt.Sprintf("%d enqueued, %d claims (+%d empty), %d completions accepted, %d refused (%d with an older token), %d expiries, %d row locks, %d interrupts, %d terminations",
+		c.Enqueued, c.Claims, c.EmptyClaims, c.Completions, c.RejectedCompletions, c.StaleTokenCompletion, c.Expiries, c.Locks, c.Interrupts, c.Terminates)
 	if c.Ops > 0 {
 		s = fmt.Sprintf("%d ops (%d unknown outcomes, %d snapshots): ", c.Ops, c.Unknown, c.Snapshots) + s
 	}
@@ -199,7 +199,7 @@ func (Pause) count(c *Counts, _ Answers)       { c.Pauses++ }
 func (Lock) count(c *Counts, _ Answers)        { c.Locks++ }
 func (Commit) count(c *Counts, _ Answers)      { c.Releases++ }
 func (Rollback) count(c *Counts, _ Answers)    { c.Releases++ }
-func (Cancel) count(c *Counts, _ Answers)      { c.Releases++; c.Cancels++ }
+func (Interrupt) count(c *Counts, _ Answers)   { c.Releases++; c.Interrupts++ }
 func (Terminate) count(c *Counts, _ Answers)   { c.Releases++; c.Terminates++ }
 func (Crash) count(c *Counts, _ Answers)       { c.Crashes++ }
 

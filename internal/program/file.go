@@ -96,7 +96,7 @@ func init() {
 	rule(fmtLock, func(s string, v []string) (Op, error) { return Lock{S: s, Job: int64(num(v[0]))}, nil })
 	plain(fmtCommit, func(s string) Op { return Commit{S: s} })
 	plain(fmtRollback, func(s string) Op { return Rollback{S: s} })
-	plain(fmtCancel, func(s string) Op { return Cancel{S: s} })
+	plain(fmtInterrupt, func(s string) Op { return Interrupt{S: s} })
 	plain(fmtTerminate, func(s string) Op { return Terminate{S: s} })
 	plain(fmtCrash, func(s string) Op { return Crash{W: s} })
 	plain(fmtDrain, func(s string) Op { return Drain{S: s} })
@@ -220,7 +220,7 @@ func ParseOp(line string) (Op, error) {
 			return op, nil
 		}
 	}
-	return nil, fmt.Errorf("%q is not an operation (expected e.g. \"enqueue 2\", \"w0 claim\", \"w1 complete newest-1\", \"expire job 3\", \"s1 begin\", \"locker0 lock job 1\", \"s2 commit\", \"locker0 cancel\")", line)
+	return nil, fmt.Errorf("%q is not an operation (expected e.g. \"enqueue 2\", \"w0 claim\", \"w1 complete newest-1\", \"expire job 3\", \"s1 begin\", \"locker0 lock job 1\", \"s2 commit\", \"locker0 interrupt\")", line)
 }
 
 // Program is a saved program: its operations and its header.

@@ -15,7 +15,7 @@ var examples = []Op{
 	Complete{S: "w2"}, Complete{S: "w0", Back: 2}, Expire{Job: 7}, Expire{S: "s2", Job: 3},
 	ExpireClaim{S: "s1"}, ExpireClaim{S: "s0", Back: 2}, Pause{W: "w1"}, Snapshot{}, Snapshot{S: "s2"},
 	Begin{S: "s1"}, Lock{S: "locker1", Job: 4}, Commit{S: "locker0"}, Rollback{S: "s2"},
-	Cancel{S: "locker0"}, Terminate{S: "s1"}, Crash{W: "w0"}, Drain{S: "w2"}, Rescue{S: "s1"}, Rescue{},
+	Interrupt{S: "locker0"}, Terminate{S: "s1"}, Crash{W: "w0"}, Drain{S: "w2"}, Rescue{S: "s1"}, Rescue{},
 	Overslept{W: "w2"}, Replaced{W: "w0", By: "w2"}, ShortLease{W: "w1"}, ShortLease{W: "w0", Late: true},
 	ClaimTxn{S: "s1"}, ClaimTxn{S: "s1", Commit: true}, ClaimTxn{S: "s2", Complete: true}, ClaimTxn{S: "s0", Complete: true, Commit: true},
 	ClaimTxn{S: "w1", Wait: 300 * time.Millisecond, Lease: 250 * time.Millisecond, Hold: 600 * time.Millisecond, Complete: true, Commit: true},
@@ -35,7 +35,7 @@ func TestOpsRoundTrip(t *testing.T) {
 		}
 	}
 	p := &Program{Header: map[string]string{"verdict": "property 1 (fencing): x", HeaderMode: string(Scheduled), HeaderSessions: "3"},
-		Ops: []Op{Enqueue{S: "s0", N: 1}, ClaimTxn{S: "s2", Complete: true}, Cancel{S: "s1"}}}
+		Ops: []Op{Enqueue{S: "s0", N: 1}, ClaimTxn{S: "s2", Complete: true}, Interrupt{S: "s1"}}}
 	got, err := Parse(p.Format())
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestClaimsAlone(t *testing.T) {
 	if !txn.Applicable(w) {
 		t.Fatal("a claim transaction does not apply to the seed's queue")
 	}
-	w.ClaimsAlone = true
+	w.ClaimsOutsideTxns = true
 	if txn.Applicable(w) {
 		t.Error("a claim transaction applies to a queue whose claims run alone")
 	}
@@ -106,7 +106,7 @@ func TestClaimsAlone(t *testing.T) {
 	if claim.Applicable(w) {
 		t.Error("a claim inside an open transaction applies to a queue whose claims run alone")
 	}
-	w.ClaimsAlone = false
+	w.ClaimsOutsideTxns = false
 	if !claim.Applicable(w) {
 		t.Error("a claim inside an open transaction does not apply to the seed's queue")
 	}
@@ -136,7 +136,7 @@ func TestWorkAlone(t *testing.T) {
 		t.Fatalf("inside a transaction on the seed's queue only %v apply; want an enqueue, a claim and a completion", got)
 	}
 	alone := *q
-	alone.WorkAlone = true
+	alone.OwnsTransactions = true
 	if got := inTxn(held(NewWorld(&alone, WorkerName(0), name))); len(got) != 0 {
 		t.Errorf("inside a transaction on a queue whose work runs alone %v apply", got)
 	}

@@ -71,19 +71,21 @@ func Wait(ctx context.Context, d time.Duration, halt <-chan struct{}) error {
 	return nil
 }
 
-// Fault is something the harness does to a session from outside: cancel its statement, end its
+// Fault is something the harness does to a session from outside: interrupt its statement, end its
 // backend. Runners carry it out; it issues no statement of its own.
 type Fault interface {
 	Step
-	Injects() FaultKind
+	Injects() BackendFault
 }
 
-// FaultKind is the fault a Fault injects.
-type FaultKind string
+// BackendFault is the fault a Fault injects.
+type BackendFault string
 
 const (
-	FaultCancel    FaultKind = "cancel"    // pg_cancel_backend
-	FaultTerminate FaultKind = "terminate" // pg_terminate_backend
+	// FaultInterrupt is pg_cancel_backend: it interrupts the statement the session runs (a
+	// history records it as Postgres names it, "cancel").
+	FaultInterrupt BackendFault = "cancel"
+	FaultTerminate BackendFault = "terminate" // pg_terminate_backend
 )
 
 // Lease lengths and pauses. The long lease outlives any run, so only expire and the short-lease
@@ -124,7 +126,7 @@ const (
 	fmtLock            = "lock job %d"
 	fmtCommit          = "commit"
 	fmtRollback        = "rollback"
-	fmtCancel          = "cancel"
+	fmtInterrupt       = "interrupt"
 	fmtTerminate       = "terminate"
 	fmtCrash           = "crash"
 	fmtDrain           = "drain"
@@ -270,7 +272,7 @@ func idle(w *World, name string) (*Session, bool) {
 
 // outsideTxnWork: in a world where only row locks live in transactions, queue statements
 // run outside them.
-func outsideTxnWork(w *World, s *Session) bool { return !w.NoTxnWork || !s.InTxn || s.Work }
+func outsideTxnWork(w *World, s *Session) bool { return !w.LocksOnlyInTxns || !s.InTxn || s.InTxnOp }
 
 // Enqueue adds N jobs.
 type Enqueue struct {
@@ -284,7 +286,7 @@ func (o Enqueue) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
 	// A session that holds a transaction-bound claim would enqueue inside its transaction, to
 	// take effect only with the completion: not what an enqueue operation means.
-	return ok && o.N > 0 && outsideTxnWork(w, s) && !(w.TxBound && s.Holding)
+	return ok && o.N > 0 && outsideTxnWork(w, s) && !(w.TxBound && s.HoldsClaimTxn)
 }
 func (o Enqueue) Stmts(w *World) []Stmt {
 	out := make([]Stmt, o.N)
@@ -309,8 +311,8 @@ func (o Claim) String() string {
 func (o Claim) On() string { return o.S }
 func (o Claim) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && outsideTxnWork(w, s) && (!TimedLease(o.Lease) || w.FixedLease == 0) && !(w.TxBound && (s.Holding || s.InTxn)) &&
-		!(w.ClaimsAlone && s.InTxn)
+	return ok && outsideTxnWork(w, s) && (!TimedLease(o.Lease) || w.FixedLease == 0) && !(w.TxBound && (s.HoldsClaimTxn || s.InTxn)) &&
+		!(w.ClaimsOutsideTxns && s.InTxn)
 }
 func (o Claim) Stmts(w *World) []Stmt {
 	lease := o.Lease
@@ -331,7 +333,7 @@ func (o Rescue) String() string { return on(o.S) + fmtRescue }
 func (o Rescue) On() string     { return o.S }
 func (o Rescue) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && w.Can.Rescue && (!s.InTxn || s.Work)
+	return ok && w.Can.Rescue && (!s.InTxn || s.InTxnOp)
 }
 func (o Rescue) Stmts(w *World) []Stmt { return []Stmt{RescueStmt{}} }
 
@@ -461,7 +463,7 @@ func (o Begin) String() string { return on(o.S) + fmtBegin }
 func (o Begin) On() string     { return o.S }
 func (o Begin) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
-	return ok && !s.InTxn && (!w.NoTxnWork || s.Work) && !w.TxBound // the queue's claims own the transactions
+	return ok && !s.InTxn && (!w.LocksOnlyInTxns || s.InTxnOp) && !w.TxBound // the queue's claims own the transactions
 }
 func (o Begin) Stmts(w *World) []Stmt { return []Stmt{BeginStmt{}} }
 
@@ -517,19 +519,19 @@ func (o Rollback) Applicable(w *World) bool {
 }
 func (o Rollback) Stmts(w *World) []Stmt { return []Stmt{RollbackStmt} }
 
-// Cancel cancels the session's statement (pg_cancel_backend). A session idle in its transaction
-// is first parked in pg_sleep, so that there is a statement to cancel, and then rolls back: the
-// seed's "cancellation while the candidate is locked".
-type Cancel struct{ S string }
+// Interrupt interrupts the session's statement (pg_cancel_backend). A session idle in its
+// transaction is first parked in pg_sleep, so that there is a statement to interrupt, and then
+// rolls back: the seed's "cancellation while the candidate is locked".
+type Interrupt struct{ S string }
 
-func (o Cancel) String() string { return on(o.S) + fmtCancel }
-func (o Cancel) On() string     { return o.S }
-func (o Cancel) Applicable(w *World) bool {
+func (o Interrupt) String() string { return on(o.S) + fmtInterrupt }
+func (o Interrupt) On() string     { return o.S }
+func (o Interrupt) Applicable(w *World) bool {
 	s := w.Session(o.S)
 	return s != nil && (s.Busy || s.InTxn)
 }
-func (o Cancel) Stmts(w *World) []Stmt { return nil }
-func (o Cancel) Injects() FaultKind    { return FaultCancel }
+func (o Interrupt) Stmts(w *World) []Stmt { return nil }
+func (o Interrupt) Injects() BackendFault { return FaultInterrupt }
 
 // Terminate ends the session's backend (pg_terminate_backend); the session comes back as a
 // new connection. Its transaction, if any, never committed.
@@ -542,7 +544,7 @@ func (o Terminate) Applicable(w *World) bool {
 	return s != nil && (s.Busy || s.InTxn)
 }
 func (o Terminate) Stmts(w *World) []Stmt { return nil }
-func (o Terminate) Injects() FaultKind    { return FaultTerminate }
+func (o Terminate) Injects() BackendFault { return FaultTerminate }
 
 // Crash: worker W dies and forgets every token it held; its jobs wait for their leases.
 type Crash struct{ W string }
@@ -634,7 +636,7 @@ func (o ClaimTxn) Parts() []Op {
 func (o ClaimTxn) Applicable(w *World) bool {
 	s, ok := idle(w, o.S)
 	// The queue's claims hold transactions of their own, or run as statements of their own.
-	return ok && !s.InTxn && !w.TxBound && !w.ClaimsAlone && (o.WaitEdge == "" || o.WaitEdge == o.S || Near{W: o.WaitEdge, After: true, Tight: true}.Applicable(w))
+	return ok && !s.InTxn && !w.TxBound && !w.ClaimsOutsideTxns && (o.WaitEdge == "" || o.WaitEdge == o.S || Near{W: o.WaitEdge, After: true, Tight: true}.Applicable(w))
 }
 
 // RescueTxn runs the rescue step inside a transaction that began before another session's

@@ -112,7 +112,7 @@ func (st EndStmt) Judge(m *model.Queue, s *Session, r Result, _ model.Window) er
 func (EndStmt) Apply(_ *World, s *Session, _ Result, _ model.Window) { s.EndTxn() }
 func (st EndStmt) Record(h Recording, r Result)                      { h.End(st.Commit, r.Err) }
 
-// SleepStmt parks the session in pg_sleep, so that a cancel has a statement to interrupt.
+// SleepStmt parks the session in pg_sleep, so that an interrupt has a statement to end.
 type SleepStmt struct {
 	harnessStmt
 	D time.Duration

@@ -106,7 +106,7 @@ func (st ClaimStmt) Apply(w *World, s *Session, r Result, at model.Window) {
 	}
 	if r.Out.Found {
 		w.saw(r.Out.Job)
-		s.Holding = w.TxBound
+		s.HoldsClaimTxn = w.TxBound
 		t := Token{ID: r.Out.Job, Gen: r.Out.Gen, Lease: st.Lease, Until: at.Shift(st.Lease)}
 		s.Tokens = append(s.Tokens, t)
 		w.Claims = append(w.Claims, t)
@@ -183,7 +183,7 @@ func (st CompleteStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 	case r.Err != nil:
 		s.StatementFailed()
 	case w.TxBound && r.Out.Rows == 1:
-		s.Holding = false
+		s.HoldsClaimTxn = false
 	}
 	s.Accepted = s.InTxn && r.Err == nil && r.Out.Rows == 1
 }
@@ -224,8 +224,8 @@ func (st ExpireStmt) Apply(w *World, s *Session, r Result, _ model.Window) {
 		return
 	}
 	for _, o := range w.Sessions {
-		if t, ok := o.Newest(0); ok && o.Holding && t.ID == st.Job {
-			o.Holding = false
+		if t, ok := o.Newest(0); ok && o.HoldsClaimTxn && t.ID == st.Job {
+			o.HoldsClaimTxn = false
 		}
 	}
 	w.BackendsEnded = w.BackendsEnded || w.TxBound

@@ -50,18 +50,18 @@ type Session struct {
 	// Accepted: the open transaction's completion changed one row, so the transaction commits
 	// (a completion carrying its business effect).
 	Accepted bool
-	// Work: the open transaction is a transaction operation's (ClaimTxn), which claims and
+	// InTxnOp: the open transaction is a transaction operation's (ClaimTxn), which claims and
 	// completes inside it even where queue statements otherwise run outside transactions.
-	Work  bool
-	Locks []int64 // jobs row-locked by the open transaction
-	Busy  bool    // a statement is in flight (the scheduler's sessions only)
-	Lives int     // connections so far; a terminated session comes back as a new life
+	InTxnOp bool
+	Locks   []int64 // jobs row-locked by the open transaction
+	Busy    bool    // a statement is in flight (the scheduler's sessions only)
+	Lives   int     // connections so far; a terminated session comes back as a new life
 	// Crashes counts the worker's crashes: it comes back under a new name each time, as a
 	// restarted worker process would.
 	Crashes int
-	// Holding: a claim of a queue whose claims hold a transaction (TxBound) keeps that
+	// HoldsClaimTxn: a claim of a queue whose claims hold a transaction (TxBound) keeps that
 	// transaction open on this session, until the completion commits it or the session ends.
-	Holding bool
+	HoldsClaimTxn bool
 }
 
 // Worker is the name the session's claims pass as the worker's, where claim.sql takes one.
@@ -81,7 +81,7 @@ func (s *Session) Label() string {
 }
 
 func (s *Session) EndTxn() {
-	s.InTxn, s.Aborted, s.Claimed, s.Work, s.Locks, s.Accepted = false, false, false, false, nil, false
+	s.InTxn, s.Aborted, s.Claimed, s.InTxnOp, s.Locks, s.Accepted = false, false, false, false, nil, false
 }
 
 // newest returns the token back places before the session's newest.
@@ -108,9 +108,9 @@ type World struct {
 	// NoWaits: nothing may wait for a row lock (sequential mode, where a wait is a finding), so
 	// an operation on a job another session holds locked does not apply.
 	NoWaits bool
-	// NoTxnWork: only row locks happen inside transactions (sequential mode, whose model
+	// LocksOnlyInTxns: only row locks happen inside transactions (sequential mode, whose model
 	// applies each statement when it returns; a queue that declares WorkAlone).
-	NoTxnWork bool
+	LocksOnlyInTxns bool
 	// Can is what the queue ships beyond the core, and whether the run calls a destination
 	// (External, with Dest): an operation applies only where what it needs is there.
 	Can model.Can
@@ -122,9 +122,9 @@ type World struct {
 	// TxBound: the queue's claims hold the session's transaction; the harness opens none of its
 	// own on a worker, and a worker holds one claim at a time.
 	TxBound bool
-	// ClaimsAlone: the queue declares that its claims run as statements of their own; no claim
+	// ClaimsOutsideTxns: the queue declares that its claims run as statements of their own; no claim
 	// is drawn inside a transaction.
-	ClaimsAlone bool
+	ClaimsOutsideTxns bool
 	// FixedLease is the lease the queue fixes itself (0: each claim asks for its own); claims
 	// that name a lease of their own then do not apply.
 	FixedLease time.Duration
@@ -150,8 +150,8 @@ type World struct {
 
 // NewWorld returns a world with the named sessions; the first is the default one.
 func NewWorld(q *sut.Queue, names ...string) *World {
-	w := &World{Can: q.Can(), TxBound: q.Shape().TxBound, ClaimsAlone: q.ClaimsAlone || q.WorkAlone,
-		NoTxnWork: q.WorkAlone, FixedLease: q.FixedLease, Lease: LongLease,
+	w := &World{Can: q.Can(), TxBound: q.Shape().TxBound, ClaimsOutsideTxns: q.ClaimsOutsideTxns || q.OwnsTransactions,
+		LocksOnlyInTxns: q.OwnsTransactions, FixedLease: q.FixedLease, Lease: LongLease,
 		Life: q.Shape().Life, Clock: &dbtime.Clock{}}
 	if q.FixedLease != 0 {
 		w.Lease = q.FixedLease
@@ -249,7 +249,7 @@ func (w *World) free(s *Session, id int64) bool {
 // connection; a crash is what forgets).
 func (w *World) Lost(s *Session) {
 	s.EndTxn()
-	s.Busy, s.Holding = false, false
+	s.Busy, s.HoldsClaimTxn = false, false
 	s.Lives++
 }
 

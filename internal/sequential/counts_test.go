@@ -41,7 +41,7 @@ func TestCounts(t *testing.T) {
 		program.Enqueue{N: 2},               // jobs 1 and 2
 		program.Lock{S: "locker0", Job: 1},  // job 1 locked
 		program.Claim{S: "w0"},              // job 2
-		program.Cancel{S: "locker0"},        // job 1 free again
+		program.Interrupt{S: "locker0"},     // job 1 free again
 		program.Claim{S: "w1"},              // job 1
 		program.Claim{S: "w2"},              // none: both running
 		program.Replaced{W: "w1", By: "w2"}, // pause w1; w2 claims job 1 gen 2; w1's completion refused
@@ -99,7 +99,7 @@ func TestCounts(t *testing.T) {
 		program.Complete{S: "w0"},                           // refused
 	)
 	want := program.Counts{Enqueued: 5, Claims: 8 + late, EmptyClaims: 1, Completions: 4, RejectedCompletions: 5 + late,
-		StaleTokenCompletion: 1, Expiries: 1, Pauses: 2, Locks: 2, Releases: 2, Cancels: 1, Terminates: 1,
+		StaleTokenCompletion: 1, Expiries: 1, Pauses: 2, Locks: 2, Releases: 2, Interrupts: 1, Terminates: 1,
 		Crashes: 1, Drains: 1, DrainedJobs: 1, ShortLeases: 1, TimedClaims: 4 + late, RealPauses: 4 + late, TxnClaims: 2}
 	// The pauses: 350 ms in the transaction, about 200 ms, 20 ms, about 250 ms.
 	// Each refused try paused at most its 300 ms lease more.

@@ -60,7 +60,7 @@ func NewEnv(ctx context.Context, in *sut.Installed, workers, lockers int) (*Env,
 		names = append(names, program.LockerName(i))
 	}
 	w := program.NewWorld(in.Queue, names...)
-	w.NoWaits, w.NoTxnWork = true, true
+	w.NoWaits, w.LocksOnlyInTxns = true, true
 	e := &Env{In: in, W: w, conns: map[string]*sut.Session{}}
 	for _, n := range names {
 		if err := e.connect(ctx, n); err != nil {
@@ -201,7 +201,7 @@ func (e *Env) transaction(ctx context.Context, tx program.Transaction) error {
 		return &program.HarnessError{Err: fmt.Errorf("%s: no session %q in this world", tx, tx.Session())}
 	}
 	before, committed := e.Model.Clone(), false
-	s.Work = true
+	s.InTxnOp = true
 	for _, part := range tx.Parts() {
 		if !part.Applicable(e.W) {
 			continue
@@ -250,7 +250,7 @@ func (e *Env) Do(ctx context.Context, st program.Step) ([]program.Result, error)
 	if f, ok := st.(program.Fault); ok {
 		return nil, e.fault(ctx, s, f.Injects())
 	}
-	if _, crash := st.(program.Crash); crash && e.W.TxBound && s.Holding {
+	if _, crash := st.(program.Crash); crash && e.W.TxBound && s.HoldsClaimTxn {
 		// A worker whose claim holds its transaction dies with its connection: the transaction,
 		// the lease, ends, and the job is ready again.
 		held, _ := s.Newest(0)
@@ -346,11 +346,11 @@ func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
 
 // fault cancels or terminates a session that is idle in its transaction (nothing is ever in
 // flight in a sequential run): the transaction ends, and its row locks with it.
-func (e *Env) fault(ctx context.Context, s *program.Session, k program.FaultKind) error {
+func (e *Env) fault(ctx context.Context, s *program.Session, k program.BackendFault) error {
 	c := e.conns[s.Name]
 	locks := s.Locks
 	switch k {
-	case program.FaultCancel:
+	case program.FaultInterrupt:
 		if err := e.In.CancelIdle(ctx, c); err != nil {
 			return &program.HarnessError{Err: err}
 		}

@@ -90,9 +90,9 @@ type Measures struct {
 	// Life is the job lifecycle's measures (all zero on a queue without one).
 	Life Life `json:"life,omitzero"`
 
-	Faults []Window `json:"faults,omitempty"`
-	Marks  []Mark   `json:"marks,omitempty"`
-	Kinds  []Kind   `json:"kinds"`
+	Faults     []Window    `json:"faults,omitempty"`
+	Marks      []Mark      `json:"marks,omitempty"`
+	Statements []Statement `json:"kinds"`
 	// Series over time, one point per bucket of BucketWidth from Start.
 	BucketWidth int64 `json:"bucket_width"`
 	// ExpiredRunning is, per bucket, the most jobs running with their lease over at once;
@@ -144,9 +144,9 @@ type Attempts struct {
 	ByCount []int `json:"by_count"`
 }
 
-// Kind is one operation kind's throughput and latency, over the run and per bucket.
-type Kind struct {
-	Kind    string  `json:"kind"`
+// Statement is one operation kind's throughput and latency, over the run and per bucket.
+type Statement struct {
+	Name    string  `json:"kind"`
 	Ops     int     `json:"ops"`     // statements (a snapshot's per-job observations count once)
 	Unknown int     `json:"unknown"` // answers that never came back
 	Latency Summary `json:"latency"` // of those that came back
@@ -172,8 +172,8 @@ type Window struct {
 	Derived bool   `json:"derived,omitempty"`
 }
 
-// kindOrder is the order kinds are listed and coloured in; kinds outside it follow, sorted.
-var kindOrder = []string{"enqueue", "claim", "complete", "expire", "snapshot", "lock", "unlock"}
+// statementOrder is the order statements are listed and coloured in; others follow, sorted.
+var statementOrder = []string{"enqueue", "claim", "complete", "expire", "snapshot", "lock", "unlock"}
 
 // Compute measures a run with the given number of buckets (DefaultBuckets when 0 or less).
 func Compute(r *Run, buckets int) *Measures {
@@ -188,7 +188,7 @@ func Compute(r *Run, buckets int) *Measures {
 	n := int(ceilDiv(m.End-m.Start+1, m.BucketWidth))
 	bucket := func(t int64) int { return min(n-1, max(0, int((t-m.Start)/m.BucketWidth))) }
 
-	m.Kinds = kinds(ops, n, bucket)
+	m.Statements = statementsOf(ops, n, bucket)
 	var claimLat []int64
 	for _, o := range ops {
 		if o.Return == Never || o.Output.Outcome != model.Returned {
@@ -268,9 +268,9 @@ func span(ops []*Op, faults []Fault) (int64, int64) {
 	return from, to
 }
 
-func kinds(ops []*Op, n int, bucket func(int64) int) []Kind {
+func statementsOf(ops []*Op, n int, bucket func(int64) int) []Statement {
 	type acc struct {
-		k   Kind
+		k   Statement
 		all []int64
 		per [][]int64
 	}
@@ -279,7 +279,7 @@ func kinds(ops []*Op, n int, bucket func(int64) int) []Kind {
 		name := model.FactsOf(o.Input, o.Output).Statement
 		a := byKind[name]
 		if a == nil {
-			a = &acc{k: Kind{Kind: name, Points: make([]Point, n)}, per: make([][]int64, n)}
+			a = &acc{k: Statement{Name: name, Points: make([]Point, n)}, per: make([][]int64, n)}
 			byKind[name] = a
 		}
 		a.k.Ops++
@@ -293,7 +293,7 @@ func kinds(ops []*Op, n int, bucket func(int64) int) []Kind {
 		a.all = append(a.all, o.Return-o.Call)
 		a.per[b] = append(a.per[b], o.Return-o.Call)
 	}
-	var out []Kind
+	var out []Statement
 	for _, a := range byKind {
 		a.k.Latency = summarize(a.all)
 		for i, lat := range a.per {
@@ -303,21 +303,21 @@ func kinds(ops []*Op, n int, bucket func(int64) int) []Kind {
 		out = append(out, a.k)
 	}
 	rank := map[string]int{}
-	for i, k := range kindOrder {
+	for i, k := range statementOrder {
 		rank[k] = i + 1
 	}
 	sort.Slice(out, func(i, j int) bool {
-		ri, rj := rank[out[i].Kind], rank[out[j].Kind]
+		ri, rj := rank[out[i].Name], rank[out[j].Name]
 		if ri == 0 {
-			ri = len(kindOrder) + 1
+			ri = len(statementOrder) + 1
 		}
 		if rj == 0 {
-			rj = len(kindOrder) + 1
+			rj = len(statementOrder) + 1
 		}
 		if ri != rj {
 			return ri < rj
 		}
-		return out[i].Kind < out[j].Kind
+		return out[i].Name < out[j].Name
 	})
 	return out
 }

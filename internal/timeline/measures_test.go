@@ -44,11 +44,11 @@ func TestComputeHandmade(t *testing.T) {
 		{Kind: "cancel", Target: "w0", From: 500 * ms, To: 1050 * ms, Derived: true}, // its claim lost: w0's next call
 		{Kind: "stall", Target: "w1", From: 1200 * ms, To: 1500 * ms},
 	})
-	byKind := map[string]Kind{}
+	byKind := map[string]Statement{}
 	var names []string
-	for _, k := range m.Kinds {
-		byKind[k.Kind] = k
-		names = append(names, k.Kind)
+	for _, k := range m.Statements {
+		byKind[k.Name] = k
+		names = append(names, k.Name)
 	}
 	check("kinds", names, []string{"enqueue", "claim", "complete", "expire", "snapshot"})
 	check("claims, unknown", [2]int{byKind["claim"].Ops, byKind["claim"].Unknown}, [2]int{6, 2})

@@ -67,11 +67,11 @@ func (m *Measures) kindColour(kind string) string {
 		return c
 	}
 	extra := 0
-	for _, k := range m.Kinds {
-		if _, ok := kindColours[k.Kind]; ok {
+	for _, k := range m.Statements {
+		if _, ok := kindColours[k.Name]; ok {
 			continue
 		}
-		if k.Kind == kind {
+		if k.Name == kind {
 			break
 		}
 		extra++
@@ -151,8 +151,8 @@ func clockName(c string) string {
 
 func (p *page) legend() {
 	p.f("<div class=\"legend\" id=\"legend\">")
-	for _, k := range p.m.Kinds {
-		p.f("<span data-kind=\"%s\"><i class=\"sw\" style=\"background:%s\"></i>%s</span>", esc(k.Kind), p.m.kindColour(k.Kind), esc(k.Kind))
+	for _, k := range p.m.Statements {
+		p.f("<span data-kind=\"%s\"><i class=\"sw\" style=\"background:%s\"></i>%s</span>", esc(k.Name), p.m.kindColour(k.Name), esc(k.Name))
 	}
 	p.f("<span>latency: p50 solid, p99 dashed</span>")
 	var fk []string
@@ -257,7 +257,7 @@ func (p *page) throughput() {
 		return float64(n)
 	}
 	top := 0.0
-	for _, k := range p.m.Kinds {
+	for _, k := range p.m.Statements {
 		for _, pt := range k.Points {
 			top = max(top, rate(pt.Ops))
 		}
@@ -269,19 +269,19 @@ func (p *page) throughput() {
 	}
 	p.chart("throughput", title, h)
 	p.linearAxis(h, unit, top)
-	for _, k := range p.m.Kinds {
+	for _, k := range p.m.Statements {
 		vals := make([]float64, len(k.Points))
 		for i, pt := range k.Points {
 			vals[i] = rate(pt.Ops)
 		}
-		p.line(k.Kind, "", func(i int) (float64, bool) {
+		p.line(k.Name, "", func(i int) (float64, bool) {
 			return float64(chartTop+h) - float64(h)*vals[i]/top, true
 		}, len(vals))
 		for i, pt := range k.Points {
 			if pt.Unknown > 0 {
 				x := p.bucketX(i)
 				p.f("<path class=\"k-%s unknown\" d=\"M%.1f %d l-4 7 h8 z\" fill=\"%s\"><title>%d %s with no answer</title></path>\n",
-					esc(k.Kind), x, chartTop+h-7, p.m.kindColour(k.Kind), pt.Unknown, esc(k.Kind))
+					esc(k.Name), x, chartTop+h-7, p.m.kindColour(k.Name), pt.Unknown, esc(k.Name))
 			}
 		}
 	}
@@ -291,7 +291,7 @@ func (p *page) throughput() {
 func (p *page) latency() {
 	const h = 200
 	lo, hi := int64(math.MaxInt64), int64(1)
-	for _, k := range p.m.Kinds {
+	for _, k := range p.m.Statements {
 		for _, pt := range k.Points {
 			if pt.Ops > 0 {
 				lo, hi = min(lo, max(1, pt.P50)), max(hi, pt.P99)
@@ -324,10 +324,10 @@ func (p *page) latency() {
 		labels, ys = append(labels, p.m.Duration(v)), append(ys, y(v))
 	}
 	p.yAxis(h, "latency", labels, ys)
-	for _, k := range p.m.Kinds {
+	for _, k := range p.m.Statements {
 		pts := k.Points
-		p.line(k.Kind, "", func(i int) (float64, bool) { return y(pts[i].P50), pts[i].Ops > 0 }, len(pts))
-		p.line(k.Kind, "5 3", func(i int) (float64, bool) { return y(pts[i].P99), pts[i].Ops > 0 }, len(pts))
+		p.line(k.Name, "", func(i int) (float64, bool) { return y(pts[i].P50), pts[i].Ops > 0 }, len(pts))
+		p.line(k.Name, "5 3", func(i int) (float64, bool) { return y(pts[i].P99), pts[i].Ops > 0 }, len(pts))
 	}
 	p.f("</svg>\n")
 }
@@ -458,13 +458,13 @@ func (p *page) tables() {
 	}
 	p.f("</table>\n<h2>Per operation kind</h2>\n<table id=\"kinds-table\"><tr><th>kind</th><th>statements</th><th>no answer</th><th>p50</th><th>p99</th><th>max</th><th>per second</th></tr>\n")
 	secs := float64(m.End-m.Start) / 1e9
-	for _, k := range m.Kinds {
+	for _, k := range m.Statements {
 		rate := "-"
 		if m.Clock != "logical" && secs > 0 {
 			rate = fmtNum(float64(k.Ops-k.Unknown) / secs)
 		}
 		p.f("<tr><td><i class=\"sw\" style=\"background:%s\"></i>%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-			m.kindColour(k.Kind), esc(k.Kind), k.Ops, k.Unknown, d(k.Latency.P50), d(k.Latency.P99), d(k.Latency.Max), rate)
+			m.kindColour(k.Name), esc(k.Name), k.Ops, k.Unknown, d(k.Latency.P50), d(k.Latency.P99), d(k.Latency.Max), rate)
 	}
 	p.f("</table>\n")
 	const listed = 200

@@ -10,8 +10,8 @@ import (
 	"github.com/pgqcheck/pgqcheck/model"
 )
 
-// Verdict is what the checks concluded about a history.
-type Verdict struct {
+// Conclusion is what the checks concluded about a history.
+type Conclusion struct {
 	OK bool
 	// Violation is the broken promise to report first: the job whose history has no
 	// linearization, else a violation seen directly while running, else the accounting.
@@ -32,7 +32,7 @@ type Verdict struct {
 	NotPromised []*model.Violation
 }
 
-func (v *Verdict) String() string {
+func (v *Conclusion) String() string {
 	if v.OK {
 		s := fmt.Sprintf("ok: every job's history (%d) is linearizable", v.Jobs)
 		if v.Accounting != nil {
@@ -58,8 +58,8 @@ const SettledBudget = 10 * time.Second
 // Check runs every check on a history: its shape, the violations seen while it ran,
 // linearizability of each job's operations (porcupine), and, for a drained run, the
 // total-queue accounting. timeout bounds the linearizability check as a whole.
-func Check(h *history.History, timeout time.Duration) *Verdict {
-	v := &Verdict{OK: true}
+func Check(h *history.History, timeout time.Duration) *Conclusion {
+	v := &Conclusion{OK: true}
 	if err := wellFormed(h); err != nil {
 		v.OK = false
 		v.Problems = append(v.Problems, "malformed history (a harness bug, not a verdict on the queue): "+err.Error())

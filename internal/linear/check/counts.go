@@ -37,7 +37,7 @@ func CountOps(h *history.History) program.Counts {
 
 // faultCount is the count each kind of fault adds to.
 var faultCount = map[string]func(*program.Counts) *int64{
-	string(program.FaultCancel):    func(c *program.Counts) *int64 { return &c.Cancels },
+	string(program.FaultInterrupt): func(c *program.Counts) *int64 { return &c.Interrupts },
 	string(program.FaultTerminate): func(c *program.Counts) *int64 { return &c.Terminates },
 	string(faultproxy.DropReply):   func(c *program.Counts) *int64 { return &c.DroppedReplies },
 	string(faultproxy.Cut):         func(c *program.Counts) *int64 { return &c.Cuts },

@@ -24,7 +24,7 @@ func JobModel(sh model.Shape) porcupine.Model {
 
 // checkLinearizable checks each job's operations with porcupine, a few jobs at a time, and
 // explains the first job (lowest id) that has no linearization.
-func checkLinearizable(h *history.History, timeout time.Duration, v *Verdict) *model.Violation {
+func checkLinearizable(h *history.History, timeout time.Duration, v *Conclusion) *model.Violation {
 	parts := h.Shape.PartitionByJob(h.Porcupine())
 	v.Jobs = len(parts)
 	m := JobModel(h.Shape)
@@ -156,7 +156,7 @@ func partitionJob(part []porcupine.Operation) int64 {
 // may use one to explain one answer and then fail on another. So the explanation is first
 // sought without them; they are brought back only if the job's history is legal without them
 // (they are then part of why it fails).
-func explain(m porcupine.Model, sh model.Shape, job int64, part []porcupine.Operation, timeout time.Duration, v *Verdict) *model.Violation {
+func explain(m porcupine.Model, sh model.Shape, job int64, part []porcupine.Operation, timeout time.Duration, v *Conclusion) *model.Violation {
 	bare, _ := splitPhantoms(part)
 	timeout = max(timeout, time.Second)
 	note := ""

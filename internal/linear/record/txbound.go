@@ -28,8 +28,8 @@ func (c *Client) Holds() bool { return len(c.held) > 0 }
 // SyncHolding tells the world's session what the client saw: the transaction that held its
 // claim, the lease, ended.
 func (c *Client) SyncHolding(s *program.Session) {
-	if s.Holding && !c.Holds() {
-		s.Holding = false
+	if s.HoldsClaimTxn && !c.Holds() {
+		s.HoldsClaimTxn = false
 	}
 }
 

@@ -58,7 +58,7 @@ func FixedDir(root, name string) (string, error) {
 // JSON, and a verdict with the commands that re-check the history. A failing verdict adds the
 // failing job's operations and porcupine's timeline of that job alone (a whole history's
 // timeline can run to gigabytes).
-func Write(dir string, h *history.History, v *check.Verdict) error {
+func Write(dir string, h *history.History, v *check.Conclusion) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func CutToJob(h *history.History, job int64) *history.History {
 // CheckFile re-checks a saved history and, when htmlOut is not empty, writes a timeline: of
 // the failing job when the check fails, else of the whole history (when it is small enough
 // to draw). It is what `pgqcheck check-history FILE` runs.
-func CheckFile(path, htmlOut string) (*check.Verdict, error) {
+func CheckFile(path, htmlOut string) (*check.Conclusion, error) {
 	h, err := history.Load(path)
 	if err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ func (r *scheduledRun) failWith(v *model.Violation) {
 	h.Shape = r.scheduler.in.Queue.Shape()
 	h.Program = r.listing()
 	h.Findings = append(h.Findings, v)
-	r.fail(v, &check.Verdict{Violation: v, Problems: []string{v.Error()}}, h)
+	r.fail(v, &check.Conclusion{Violation: v, Problems: []string{v.Error()}}, h)
 }
 
 // harnessFailed ends the run with a failure of the suite's own machinery.
@@ -35,7 +35,7 @@ func (r *scheduledRun) harnessFailed(err error) {
 // fail writes the report and stops the run. Each property fails from its own line, so that
 // rapid's shrinker, which keeps only candidates that fail with the same stack, shrinks toward
 // the same broken promise.
-func (r *scheduledRun) fail(v *model.Violation, checked *check.Verdict, h *history.History) {
+func (r *scheduledRun) fail(v *model.Violation, checked *check.Conclusion, h *history.History) {
 	r.t.Helper()
 	f := &verdict.Finding{Violation: v, Queue: r.scheduler.in.Queue.Name, Source: r.scheduler.in.Queue.Source, Mode: program.Scheduled,
 		Program: r.asProgram(v), Trace: r.listing()}

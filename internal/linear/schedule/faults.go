@@ -13,7 +13,7 @@ import (
 // back).
 func (r *scheduledRun) injectFault(sess *scheduledSession, f program.Fault) {
 	ctx := r.scheduler.ctx
-	kind := program.FaultCancel
+	kind := program.FaultInterrupt
 	if _, ok := f.(program.Terminate); ok {
 		kind = program.FaultTerminate
 	}
@@ -23,11 +23,11 @@ func (r *scheduledRun) injectFault(sess *scheduledSession, f program.Fault) {
 		sess.inFlight.Faulted = true
 	}
 	switch {
-	case kind == program.FaultCancel && sess.inFlight != nil:
+	case kind == program.FaultInterrupt && sess.inFlight != nil:
 		if err := r.scheduler.in.Cancel(ctx, sess.client.PID()); err != nil {
 			r.harnessFailed(err)
 		}
-	case kind == program.FaultCancel:
+	case kind == program.FaultInterrupt:
 		sess.state.Busy = true // parked in pg_sleep until the cancel lands
 		if err := sess.client.CancelIdle(ctx); err != nil {
 			r.harnessFailed(err)

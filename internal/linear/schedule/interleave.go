@@ -43,7 +43,7 @@ func (r *scheduledRun) interleave(d *drawnProgram) {
 			sess := targets[r.choices.Choose(0, len(targets)-1, "fault target")]
 			var f program.Op = program.Terminate{S: sess.state.Name}
 			if sess.inFlight != nil && !chooseBool(r.choices, "terminate") {
-				f = program.Cancel{S: sess.state.Name}
+				f = program.Interrupt{S: sess.state.Name}
 			}
 			r.issue(sess, f)
 			r.quiesce(false)

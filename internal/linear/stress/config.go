@@ -87,7 +87,7 @@ const LostFaultsToCatch = 100
 type Result struct {
 	Seed      uint64
 	Counts    program.Counts
-	Verdict   *check.Verdict
+	Verdict   *check.Conclusion
 	History   *history.History
 	ReportDir string // the report folder: the verdict's a failure, or PassDir was set
 	Measures  *timeline.Measures

@@ -112,7 +112,7 @@ func TestSplitMutantsNeedFaults(t *testing.T) {
 					t.Fatalf("proxy faults did not catch %s in %d rounds, %d dropped replies and cuts: %s", name, round, ended, res)
 				}
 			}
-			if c := res.Counts; c.Terminates+c.Cancels+c.Locks > 0 {
+			if c := res.Counts; c.Terminates+c.Interrupts+c.Locks > 0 {
 				t.Fatalf("faults other than the proxy's were injected: %s", c)
 			}
 		})

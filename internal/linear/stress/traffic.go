@@ -237,7 +237,7 @@ func (r *run) work(w *worker) {
 	ctx := r.ctx
 	name := w.client.Name
 	for !r.stopped() {
-		if w.session.Holding {
+		if w.session.HoldsClaimTxn {
 			// A worker of a queue whose claims hold a transaction works one job at a time: the
 			// one it holds (after presenting an older token) is completed first.
 			w.one(ctx, program.Complete{S: name})
@@ -293,7 +293,7 @@ func (r *run) work(w *worker) {
 			if w.world.TxBound {
 				// A worker whose claims hold its transaction dies with its connection.
 				_ = w.client.Crash(ctx)
-				w.session.Holding = false
+				w.session.HoldsClaimTxn = false
 			}
 		case "complete older": // a restarted worker presenting an older token
 			back := w.rng.IntN(len(w.session.Tokens))
