@@ -187,10 +187,8 @@ func (sh Shape) claimRefused(s JobState, in Input, out Output) *Violation {
 	switch {
 	case !s.Exists:
 		return Violate(PRecovery, "claim returned job %d, which was never enqueued", id)
-	case s.State == Done:
-		return Violate(PDoneOnce, "claim returned job %d, which is done (done is terminal)", id)
-	case s.State == Dead:
-		return Violate(PRetries, "claim returned job %d, which is dead, its attempts at %d (dead is terminal)", id, s.Attempts)
+	case s.State.Terminal():
+		return left(s.State, "claim returned job %d", id)
 	case s.State == Running && s.LeaseAt(in.At) == Live:
 		return Violate(PExclusion, "claim at %s returned job %d (generation %d), whose generation %d still held a lease that was certainly live: %s", in.At, id, out.Gen, s.Gen, s.lease())
 	case s.Locked:
@@ -235,7 +233,7 @@ func (completeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, 
 	done.State = Done
 	if out.Outcome == Unknown {
 		// A queue that does not fence may have accepted it whatever its token.
-		if would != Over || sh.Unfenced && s.Exists && s.State != Done {
+		if would != Over || sh.Unfenced && s.Exists && !s.State.Terminal() {
 			return done, nil
 		}
 		return s, nil
@@ -279,10 +277,8 @@ func staleCompletion(s JobState, in Input) *Violation {
 	switch {
 	case !s.Exists:
 		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but job %d was never enqueued", id, g, id)
-	case s.State == Done:
-		return Violate(PDoneOnce, "complete(%d, gen %d) changed 1 row, but the job was already done", id, g)
-	case s.State == Dead:
-		return Violate(PRetries, "complete(%d, gen %d) changed 1 row, but the job is dead (dead is terminal)", id, g)
+	case s.State.Terminal():
+		return left(s.State, "complete(%d, gen %d) changed 1 row", id, g)
 	case s.State != Running:
 		return Violate(PFencing, "complete(%d, gen %d) changed 1 row, but the job is %s, not running", id, g, s.State)
 	case s.Gen != g:
@@ -394,13 +390,17 @@ func (observeSpec) learn(_ Shape, s JobState, in Input, out Output) JobState {
 
 // stateBroken is the promise a job seen in state got, where the specification says want,
 // broke: a dead job's, or one that failed, is the retries'; a done one's, done at most once;
-// any other, recovery.
+// one in another terminal state, that state's; any other, recovery.
 func stateBroken(want, got State, failed bool) Property {
 	switch {
 	case want == Dead || got == Dead || failed:
 		return PRetries
 	case want == Done || got == Done:
 		return PDoneOnce
+	case want.Terminal():
+		return ends[want]
+	case got.Terminal():
+		return ends[got]
 	}
 	return PRecovery
 }
@@ -471,10 +471,8 @@ func (rescueSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *V
 		return s, nil
 	case !s.Exists:
 		return s, Violate(PRecovery, "rescue returned job %d, which was never enqueued", id)
-	case s.State == Done:
-		return s, Violate(PDoneOnce, "rescue at %s made job %d ready again, but it was done (done is terminal)", in.At, id)
-	case s.State == Dead:
-		return s, Violate(PRetries, "rescue at %s took job %d, which is dead (dead is terminal)", in.At, id)
+	case s.State.Terminal():
+		return s, left(s.State, "rescue at %s took job %d", in.At, id)
 	case s.State != Running:
 		return s, Violate(PRecovery, "rescue returned job %d, which is %s, not running", id, s.State)
 	case s.Locked:

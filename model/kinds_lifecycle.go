@@ -74,10 +74,8 @@ func staleWrite(s JobState, in Input, what string) *Violation {
 	switch {
 	case !s.Exists:
 		return Violate(PWriteFencing, "%s changed 1 row, but the job was never enqueued", call)
-	case s.State == Done:
-		return Violate(PDoneOnce, "%s changed 1 row, but the job was done (done is terminal)", call)
-	case s.State == Dead:
-		return Violate(PRetries, "%s changed 1 row, but the job is dead (dead is terminal)", call)
+	case s.State.Terminal():
+		return left(s.State, "%s changed 1 row", call)
 	case s.State != Running:
 		return Violate(PWriteFencing, "%s changed 1 row, but the job is %s, not running", call, s.State)
 	case s.Gen != in.Gen:

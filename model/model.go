@@ -5,6 +5,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +19,29 @@ const (
 	Running State = "running"
 	Done    State = "done"
 )
+
+// ends are the states a job never leaves, each with the property that an operation taking a
+// job out of it breaks: done and dead (Lifecycle), and those an operation of the queue's own
+// brings, which register themselves beside it (end).
+var ends = map[State]Property{Done: PDoneOnce, Dead: PRetries}
+
+// end registers a terminal state and the property leaving it breaks.
+func end(s State, p Property) State {
+	ends[s] = p
+	return s
+}
+
+// Terminal reports whether a job in state s stays there.
+func (s State) Terminal() bool {
+	_, ok := ends[s]
+	return ok
+}
+
+// left is the violation of an operation that changed or took a job in a terminal state: the
+// words say what it did (took, changed 1 row), the violation why it may not.
+func left(s State, format string, args ...any) *Violation {
+	return Violate(ends[s], format+", but the job is %s (%s is terminal)", append(args, s, s)...)
+}
 
 // Order is what a queue promises about which eligible job a claim returns.
 type Order string
@@ -163,33 +187,70 @@ const (
 )
 
 // Properties lists every property in order.
-var Properties = []Property{PClaimOrder, PFencing, PExclusion, PGenerations, PDoneOnce, PSkipLocked,
-	PRecovery, PLinearizable, PDBTime, PNoErrors, PClaimCost,
-	PWriteFencing, PRetries, PRenewal, PScheduling, PDrain, PEffects, PExternal}
+var Properties []Property
 
-var propertyNames = map[Property]string{
-	PClaimOrder:   "claim order",
-	PFencing:      "fencing",
-	PExclusion:    "mutual exclusion",
-	PGenerations:  "generations",
-	PDoneOnce:     "done at most once",
-	PSkipLocked:   "skip, don't wait",
-	PRecovery:     "recovery",
-	PLinearizable: "linearizability",
-	PDBTime:       "database time",
-	PNoErrors:     "no unexpected errors",
-	PClaimCost:    "claim cost",
-	PWriteFencing: "write fencing",
-	PRetries:      "retries",
-	PRenewal:      "renewal",
-	PScheduling:   "scheduling",
-	PDrain:        "drain accounting",
-	PEffects:      "effects",
-	PExternal:     "external effects",
+// properties is what the suite knows of each property: its short name, and whether sequential
+// programs and concurrent histories judge it. A property an operation of its own brings
+// registers itself beside it (property).
+var properties = map[Property]propertyInfo{}
+
+type propertyInfo struct {
+	name                   string
+	sequential, concurrent bool
+}
+
+// property registers property p: its short name, and which runs judge it.
+func property(p Property, name string, sequential, concurrent bool) Property {
+	properties[p] = propertyInfo{name, sequential, concurrent}
+	Properties = append(Properties, p)
+	slices.Sort(Properties)
+	return p
+}
+
+func init() {
+	for _, p := range []struct {
+		p                      Property
+		name                   string
+		sequential, concurrent bool
+	}{
+		{PClaimOrder, "claim order", true, false},
+		{PFencing, "fencing", true, true},
+		{PExclusion, "mutual exclusion", true, true},
+		{PGenerations, "generations", true, true},
+		{PDoneOnce, "done at most once", true, true},
+		{PSkipLocked, "skip, don't wait", true, true},
+		{PRecovery, "recovery", true, true},
+		{PLinearizable, "linearizability", false, true},
+		{PDBTime, "database time", true, true},
+		{PNoErrors, "no unexpected errors", true, true},
+		{PClaimCost, "claim cost", false, false},
+		{PWriteFencing, "write fencing", true, true},
+		{PRetries, "retries", true, true},
+		{PRenewal, "renewal", true, true},
+		{PScheduling, "scheduling", true, true},
+		{PDrain, "drain accounting", true, false},
+		{PEffects, "effects", true, true},
+		{PExternal, "external effects", false, false},
+	} {
+		property(p.p, p.name, p.sequential, p.concurrent)
+	}
+}
+
+// JudgedBy lists, in order, the properties sequential programs judge (sequential) or
+// concurrent histories do; claim cost is a measurement, and external effects are judged
+// where a run calls a destination.
+func JudgedBy(sequential bool) []Property {
+	var out []Property
+	for _, p := range Properties {
+		if i := properties[p]; sequential && i.sequential || !sequential && i.concurrent {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Name is the property's short name.
-func (p Property) Name() string { return propertyNames[p] }
+func (p Property) Name() string { return properties[p].name }
 
 // String is "property N (name)", the way every verdict starts.
 func (p Property) String() string { return fmt.Sprintf("property %d (%s)", int(p), p.Name()) }

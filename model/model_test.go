@@ -93,7 +93,7 @@ func TestCompleteViolations(t *testing.T) {
 	wantViolation(t, q.Complete(At(0), 1, 2, 0), PFencing, "changed 0 rows")
 	wantViolation(t, q.Complete(At(0), 1, 2, 2), PFencing, "reported 2 rows")
 	mustNil(t, q.Complete(At(0), 1, 2, 1))
-	wantViolation(t, q.Complete(At(0), 1, 2, 1), PDoneOnce, "already done")
+	wantViolation(t, q.Complete(At(0), 1, 2, 1), PDoneOnce, "done is terminal")
 }
 
 // Leases are compared with the database time the statements ran in: a lease claimed in

@@ -137,8 +137,8 @@ func (sh Shape) claimable(st State, until, due Window, attempts int64, at Window
 // "mutual-exclusion").
 func PropertyNamed(name string) (Property, bool) {
 	name = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "-", " ")
-	for p, n := range propertyNames {
-		if n == name {
+	for p, i := range properties {
+		if i.name == name {
 			return p, true
 		}
 	}

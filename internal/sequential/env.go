@@ -371,15 +371,15 @@ func (e *Env) fault(ctx context.Context, s *program.Session, k program.BackendFa
 	return nil
 }
 
-// drained checks what a drain promises: every job no row lock holds is done, completed once;
-// where the queue has a lifecycle, done or dead (property 15).
+// drained checks what a drain promises: every job no row lock holds is done, completed once, or
+// in another end of a job's life (dead, where the queue has a lifecycle: property 15).
 func (e *Env) drained(d program.Drain) error {
 	p, life := model.PRecovery, e.W.Can.Fail
 	if life {
 		p = model.PDrain
 	}
 	for _, j := range e.Model.Jobs() {
-		over := j.State == model.Done || life && j.State == model.Dead
+		over := j.State.Terminal()
 		if !j.Locked && (!over || e.Model.Completions(j.ID) > 1) {
 			return model.Violate(p, "after every lease lapsed and the queue drained, job %d is %s with %d completions", j.ID, j.State, e.Model.Completions(j.ID))
 		}

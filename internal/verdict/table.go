@@ -9,12 +9,8 @@ import (
 
 // The properties each kind of run judges.
 var (
-	SequentialProperties = []model.Property{model.PClaimOrder, model.PFencing, model.PExclusion, model.PGenerations,
-		model.PDoneOnce, model.PSkipLocked, model.PRecovery, model.PDBTime, model.PNoErrors,
-		model.PWriteFencing, model.PRetries, model.PRenewal, model.PScheduling, model.PDrain, model.PEffects}
-	ConcurrentProperties = []model.Property{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce,
-		model.PSkipLocked, model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors,
-		model.PWriteFencing, model.PRetries, model.PRenewal, model.PScheduling, model.PEffects}
+	SequentialProperties = model.JudgedBy(true)
+	ConcurrentProperties = model.JudgedBy(false)
 )
 
 // NotPromisedWhat names what a not-promised property's findings are, for "N ... observed".

@@ -124,8 +124,9 @@ func (a *Accounting) judgeJob(sh model.Shape, t *tally, id int64) bool {
 		a.Lost = append(a.Lost, id)
 		a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d was enqueued and is missing after the drain (lost)", id))
 		ok = false
-	case f.Output.State == model.Dead && sh.Can.Fail:
-		// its attempts ran out, or its failure was final: dead is an end, as done is
+	case f.Output.State != model.Done && f.Output.State.Terminal():
+		// its attempts ran out, or its failure was final: dead is an end of a job's life, as
+		// done is
 	case f.Output.State != model.Done:
 		a.Lost = append(a.Lost, id)
 		a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d was enqueued and is %s after every lease lapsed and the queue drained (lost)", id, f.Output.State))
@@ -172,7 +173,7 @@ func (a *Accounting) judgeStrays(sh model.Shape, t *tally) {
 		f, ok := t.final[id]
 		switch {
 		case !ok:
-		case f.Output.Found && f.Output.State == model.Dead && sh.Can.Fail:
+		case f.Output.Found && f.Output.State != model.Done && f.Output.State.Terminal():
 		case f.Output.Found && f.Output.State != model.Done:
 			a.Lost = append(a.Lost, id)
 			a.Problems = append(a.Problems, model.Violate(model.PRecovery, "job %d, created by an enqueue whose answer was lost, is %s after every lease lapsed and the queue drained (lost)", id, f.Output.State))
