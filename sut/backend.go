@@ -52,6 +52,9 @@ type backend interface {
 	effect(ctx context.Context, s *Session, id int64) (Clock, error)
 	effects(ctx context.Context, s *Session) ([]model.EffectCount, Clock, error)
 	afterReset(ctx context.Context, in *Installed) error
+
+	// extra runs an extra statement of the contract (extra.go).
+	extra(ctx context.Context, s *Session, x *Extra, a Args) (Reply, Clock, error)
 }
 
 // lacks is the error for an operation the queue does not ship, named by the file a folder

@@ -51,6 +51,8 @@ type Queue struct {
 	Rescue                                             string // "" when the folder has no rescue.sql
 	// The lifecycle's statements, "" where the folder lacks them (lifecycle.go).
 	Fail, Renew, Effect, Effects, Reset string
+	// Extras are the extra statements the folder holds (RegisterExtra), by file.
+	Extras map[string]string
 
 	Declared
 
@@ -192,12 +194,13 @@ func Variants(root string) ([]*Queue, error) {
 }
 
 func load(fsys fs.FS, name, source string) (*Queue, error) {
-	q := &Queue{Name: name, Source: source, Declared: Declared{Order: model.LowestID}, open: openFolder}
-	for _, f := range []struct {
+	q := &Queue{Name: name, Source: source, Declared: Declared{Order: model.LowestID}, open: openFolder, Extras: map[string]string{}}
+	type file struct {
 		file     string
 		dst      *string
 		optional bool
-	}{
+	}
+	files := []file{
 		{FileSchema, &q.Schema, false},
 		{FileEnqueue, &q.Enqueue, false},
 		{FileClaim, &q.Claim, false},
@@ -211,7 +214,13 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 		{FileEffect, &q.Effect, true},
 		{FileEffects, &q.Effects, true},
 		{FileReset, &q.Reset, true},
-	} {
+	}
+	texts := map[string]*string{}
+	for _, x := range extras {
+		texts[x.File] = new(string)
+		files = append(files, file{x.File, texts[x.File], true})
+	}
+	for _, f := range files {
 		b, err := fs.ReadFile(fsys, f.file)
 		if errors.Is(err, fs.ErrNotExist) && f.optional {
 			continue
@@ -246,7 +255,13 @@ func load(fsys fs.FS, name, source string) (*Queue, error) {
 			return nil, &ContractError{source, FileConfig, err.Error()}
 		}
 	}
+	for file, text := range texts {
+		if *text != "" {
+			q.Extras[file] = *text
+		}
+	}
 	q.Declared.Shape.Can.Lock, q.Declared.Shape.Can.Rescue = q.Lock != "", q.Rescue != ""
+	q.shipsExtras(nil)
 	if q.Shape().RescueOnly && !q.Can().Rescue {
 		return nil, &ContractError{source, FileRescue, "missing; queue.json declares \"reclaim\": \"rescue\", so the queue needs the step that makes expired jobs ready (" + contractLines[FileRescue] + ")"}
 	}

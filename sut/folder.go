@@ -333,6 +333,11 @@ func (f *folder) lifeShapes(token []string) []shape {
 	if q.Reset != "" {
 		s = append(s, shape{FileReset, q.Reset, nil, nil, ""})
 	}
+	for _, x := range extras {
+		if q.Extras[x.File] != "" {
+			s = append(s, f.extraShape(x, token))
+		}
+	}
 	return s
 }
 
@@ -426,6 +431,17 @@ func (f *folder) checkLease(s shape, oids []uint32) error {
 		return bad(0, "the worker's name (text)")
 	case s.file == FileRenew && lc.WorkerLease && !f.claimWorker:
 		return &ContractError{f.q.Source, FileClaim, "takes no worker name; queue.json declares \"lease_owner\": \"worker\", so each claim must say whose lease it is ($2, text)"}
+	}
+	// An extra statement's parameters past the claim's token are typed by their names.
+	for i := len(oids) - 1; i >= 0 && extraNamed(s.file) != nil; i-- {
+		switch name := s.params[len(s.params)-(len(oids)-i)]; {
+		case name == ParamDelay && oids[i] != intervalOID:
+			return bad(i, "the delay (an interval)")
+		case name == ParamKey && !textOIDs[oids[i]]:
+			return bad(i, "the key (text)")
+		case name != ParamDelay && name != ParamKey:
+			return nil
+		}
 	}
 	return nil
 }

@@ -156,6 +156,7 @@ func (d GoDef) queue() *Queue {
 	_, can.Renew = g.(GoRenewer)
 	_, can.Delay = g.(GoScheduler)
 	_, can.Effect = g.(GoEffector)
+	q.shipsExtras(g)
 	return q
 }
 
