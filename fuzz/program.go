@@ -106,45 +106,46 @@ const (
 // draws', written nowhere else. Spans are positions in the program package's scales
 // (generate.TimedLeases, NearMargins, RealPauses, TxnWaits, TxnHolds, LaterDelays); a job is its
 // position among the jobs enqueued so far.
-func Enqueue(n int) Step { return encode("enqueue", program.Enqueue{N: n}) }
-func Claim(w int) Step   { return encode("claim", program.Claim{S: worker(w)}) }
+func Enqueue(n int) Step { return Of("enqueue", program.Enqueue{N: n}) }
+func Claim(w int) Step   { return Of("claim", program.Claim{S: worker(w)}) }
 func Complete(w, back int) Step {
-	return encode("complete", program.Complete{S: worker(w), Back: back})
+	return Of("complete", program.Complete{S: worker(w), Back: back})
 }
-func Expire(job int) Step  { return encode("expire", program.Expire{Job: jobAt(job)}) }
-func Lock(l, job int) Step { return encode("lock", program.Lock{S: locker(l), Job: jobAt(job)}) }
+func Expire(job int) Step  { return Of("expire", program.Expire{Job: jobAt(job)}) }
+func Lock(l, job int) Step { return Of("lock", program.Lock{S: locker(l), Job: jobAt(job)}) }
 func Release(l int, how End) Step {
 	ends := map[End]program.Op{EndCommit: program.Commit{S: locker(l)}, EndRollback: program.Rollback{S: locker(l)},
 		EndInterrupt: program.Interrupt{S: locker(l)}, EndTerminate: program.Terminate{S: locker(l)}}
-	return encode("release", ends[how])
+	return Of("release", ends[how])
 }
-func Crash(w int) Step { return encode("crash", program.Crash{W: worker(w)}) }
-func Drain(w int) Step { return encode("drain", program.Drain{S: worker(w)}) }
-func Pause(w int) Step { return encode("pause", program.Pause{W: worker(w)}) }
+func Crash(w int) Step { return Of("crash", program.Crash{W: worker(w)}) }
+func Drain(w int) Step { return Of("drain", program.Drain{S: worker(w)}) }
+func Pause(w int) Step { return Of("pause", program.Pause{W: worker(w)}) }
 func TimedClaim(w, lease int) Step {
-	return encode("timed-claim", program.Claim{S: worker(w), Lease: generate.TimedLeases[lease]})
+	return Of("timed-claim", program.Claim{S: worker(w), Lease: generate.TimedLeases[lease]})
 }
 func Near(w, margin int, after bool) Step {
-	return encode("near", program.Near{W: worker(w), Margin: generate.NearMargins[margin], After: after})
+	return Of("near", program.Near{W: worker(w), Margin: generate.NearMargins[margin], After: after})
 }
-func Sleep(pause int) Step { return encode("real-pause", program.Sleep{D: generate.RealPauses[pause]}) }
+func Sleep(pause int) Step { return Of("real-pause", program.Sleep{D: generate.RealPauses[pause]}) }
 
 // The lifecycle's steps: a failure of a worker's token (back places before its newest), final
 // or retryable; a renewal; a worker's heartbeat; a job due after one of generate.LaterDelays;
 // a completion with its business effect.
 func Fail(w, back int, final bool) Step {
-	return encode("fail", lifecycle.Fail{S: worker(w), Back: back, Final: final})
+	return Of("fail", lifecycle.Fail{S: worker(w), Back: back, Final: final})
 }
-func Renew(w, back int) Step { return encode("renew", lifecycle.Renew{S: worker(w), Back: back}) }
-func Heartbeat(w int) Step   { return encode("heartbeat", lifecycle.Heartbeat{S: worker(w)}) }
+func Renew(w, back int) Step { return Of("renew", lifecycle.Renew{S: worker(w), Back: back}) }
+func Heartbeat(w int) Step   { return Of("heartbeat", lifecycle.Heartbeat{S: worker(w)}) }
 func Later(w, delay int) Step {
-	return encode("enqueue-later", lifecycle.Later{S: worker(w), Delay: generate.LaterDelays[delay]})
+	return Of("enqueue-later", lifecycle.Later{S: worker(w), Delay: generate.LaterDelays[delay]})
 }
 func WithEffect(w, back int) Step {
-	return encode("effect-complete", lifecycle.WithEffect{S: worker(w), Back: back})
+	return Of("effect-complete", lifecycle.WithEffect{S: worker(w), Back: back})
 }
+
 func ClaimTxn(w, wait, hold, lease int, end TxnEnd) Step {
-	return encode("fuzz-claim-txn", program.ClaimTxn{S: worker(w), Wait: generate.TxnWaits[wait], Hold: generate.TxnHolds[hold],
+	return Of("fuzz-claim-txn", program.ClaimTxn{S: worker(w), Wait: generate.TxnWaits[wait], Hold: generate.TxnHolds[hold],
 		Lease: generate.TimedLeases[lease], Complete: end != TxnCommit, Commit: end != TxnCompleteRollback})
 }
 
@@ -163,10 +164,11 @@ var encodingWorld = func() *program.World {
 	return w
 }()
 
-// encode is the step of the named kind whose draw, in encodingWorld, makes exactly ops: the
+// Of is the step of the named kind whose draw, in encodingWorld, makes exactly ops: the
 // smallest argument byte that decodes to them, so that each choice is its own digit in the
-// order the draw makes it (generate.Arg).
-func encode(name string, ops ...program.Op) Step {
+// order the draw makes it (generate.Arg). Job n is the n-th job enqueued. A kind without a
+// constructor of its own is written with it: Of("cancel", lifecycle.Cancel{S: "w1", Job: 1}).
+func Of(name string, ops ...program.Op) Step {
 	c := code(name)
 	for a := range 256 {
 		s := Step{c, byte(a)}

@@ -33,6 +33,9 @@ type Facts struct {
 	Tallies                              bool // the business table's count of the job's effects (Output.Rows)
 	// Locks and Unlocks: a locker took, or released, the job's row lock.
 	Locks, Unlocks bool
+	// Tally names the count an accepted answer adds to, for a kind whose count no field of the
+	// counts keeps (an operation the queue ships of its own).
+	Tally string
 }
 
 // FactsOf is what an operation, answered as out, says of its job.

@@ -197,11 +197,15 @@ var properties = map[Property]propertyInfo{}
 type propertyInfo struct {
 	name                   string
 	sequential, concurrent bool
+	// needs is what the queue must ship for the property to be judged on it (nil: nothing), and
+	// lacks says so where it does not; tally is the count (Facts.Tally) of what exercises it.
+	needs        func(Can) bool
+	lacks, tally string
 }
 
 // property registers property p: its short name, and which runs judge it.
 func property(p Property, name string, sequential, concurrent bool) Property {
-	properties[p] = propertyInfo{name, sequential, concurrent}
+	properties[p] = propertyInfo{name: name, sequential: sequential, concurrent: concurrent}
 	Properties = append(Properties, p)
 	slices.Sort(Properties)
 	return p
@@ -235,6 +239,19 @@ func init() {
 		property(p.p, p.name, p.sequential, p.concurrent)
 	}
 }
+
+// judgedWhere registers what the queue must ship for property p to be judged (lacks: the
+// words for a queue that does not), and the count of what exercises it (Facts.Tally).
+func judgedWhere(p Property, needs func(Can) bool, lacks, tally string) Property {
+	i := properties[p]
+	i.needs, i.lacks, i.tally = needs, lacks, tally
+	properties[p] = i
+	return p
+}
+
+// Tally is the count (Facts.Tally) of the operations that give property p something to
+// check, where an operation of its own registered one ("" for the others).
+func (p Property) Tally() string { return properties[p].tally }
 
 // JudgedBy lists, in order, the properties sequential programs judge (sequential) or
 // concurrent histories do; claim cost is a measurement, and external effects are judged

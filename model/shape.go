@@ -72,6 +72,9 @@ func (sh Shape) Judged(p Property) bool { return sh.NotJudged(p) == "" }
 // NotJudged says why property p is not judged on the queue ("" when it is).
 func (sh Shape) NotJudged(p Property) string {
 	c := sh.Can
+	if i := properties[p]; i.needs != nil && !i.needs(c) {
+		return i.lacks
+	}
 	switch {
 	case p == PGenerations && sh.NoGeneration:
 		return "the queue declares no generation counter"

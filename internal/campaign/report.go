@@ -186,6 +186,9 @@ func exercised(p model.Property, r *Report) (int64, string) {
 			return e.by(r.Counts, r)
 		}
 	}
+	if t := p.Tally(); t != "" {
+		return r.Counts.Tallies[t], t + " accepted"
+	}
 	return 0, "measured by a separate benchmark, not by run"
 }
 

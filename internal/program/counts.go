@@ -3,7 +3,9 @@ package program
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/pgqcheck/pgqcheck/model"
@@ -66,6 +68,9 @@ type Counts struct {
 	Calls      int64 `json:"external_calls,omitempty"`
 	Retries    int64 `json:"external_retries,omitempty"`
 	Duplicates int64 `json:"external_duplicates,omitempty"`
+	// Tallies counts the accepted answers of the operations a queue ships of its own beyond
+	// these (model.Facts.Tally: "cancellations"), by name.
+	Tallies map[string]int64 `json:"tallies,omitempty"`
 }
 
 func (c Counts) String() string {
@@ -99,6 +104,9 @@ func (c Counts) String() string {
 	if c.Calls > 0 {
 		s += fmt.Sprintf("; external effects: %d calls (%d retried after a lost reply), %d duplicates", c.Calls, c.Retries, c.Duplicates)
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Tallies)) {
+		s += fmt.Sprintf("; %d %s", c.Tallies[name], name)
+	}
 	return s
 }
 
@@ -106,9 +114,25 @@ func (c Counts) String() string {
 func (c *Counts) Add(o Counts) {
 	cv, ov := reflect.ValueOf(c).Elem(), reflect.ValueOf(o)
 	for i := range cv.NumField() {
-		f := cv.Field(i)
-		f.SetInt(f.Int() + ov.Field(i).Int())
+		if f := cv.Field(i); f.Kind() == reflect.Int64 {
+			f.SetInt(f.Int() + ov.Field(i).Int())
+		}
 	}
+	c.addTallies(o.Tallies)
+}
+
+func (c *Counts) addTallies(t map[string]int64) {
+	for name, n := range t {
+		c.tally(name, n)
+	}
+}
+
+// tally adds n to the named count of Tallies.
+func (c *Counts) tally(name string, n int64) {
+	if c.Tallies == nil {
+		c.Tallies = map[string]int64{}
+	}
+	c.Tallies[name] += n
 }
 
 // Op counts what one recorded operation did, answered as out: as its kind's facts say
@@ -141,6 +165,9 @@ func (c *Counts) Op(in model.Input, out model.Output) {
 			*n.n++
 		}
 	}
+	if returned && f.Accepted && f.Tally != "" {
+		c.tally(f.Tally, 1)
+	}
 }
 
 // Answers is what the queue answered during one operation, counted statement by statement
@@ -160,6 +187,7 @@ func (c *Counts) Observe(op Op, a Answers, err error) {
 	c.Failures, c.Renewals, c.Effects = c.Failures+a.Failures, c.Renewals+a.Renewals, c.Effects+a.Effects
 	c.Scheduled, c.Enqueued = c.Scheduled+a.Scheduled, c.Enqueued+a.Scheduled
 	c.Calls, c.Retries, c.Duplicates = c.Calls+a.Calls, c.Retries+a.Retries, c.Duplicates+a.Duplicates
+	c.addTallies(a.Tallies)
 	if a.Slept > 0 {
 		c.RealPauses++
 		c.PausedMillis += a.Slept.Milliseconds()

@@ -3,6 +3,7 @@ package sequential_test
 import (
 	"context"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -108,7 +109,7 @@ func TestCounts(t *testing.T) {
 	}
 	want.PausedMillis = env.Counts.PausedMillis
 	t.Logf("%s", env.Program())
-	if env.Counts != want {
+	if !reflect.DeepEqual(env.Counts, want) {
 		t.Errorf("counted\n%+v\nwant\n%+v\n%s", env.Counts, want, env.Program())
 	}
 }
