@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pgqcheck/pgqcheck/internal/linear/schedule"
+	"github.com/pgqcheck/pgqcheck/internal/program/lifecycle"
 	"github.com/pgqcheck/pgqcheck/model"
 )
 
@@ -140,6 +141,12 @@ func lifecycleCorpus() []Entry {
 			Steps: staleEffect},
 		{Name: "mutant-effect-kept-on-refusal", Mutant: "effect-kept-on-refusal", Property: model.PEffects,
 			Steps: staleEffect},
+		{Name: "mutant-cancel-skips-running", Mutant: "cancel-skips-running", Property: model.PCancel,
+			Steps: []Step{Enqueue(1), Claim(0), Of("cancel", lifecycle.Cancel{S: "w1", Job: 1})}},
+		{Name: "mutant-complete-after-cancel", Mutant: "complete-after-cancel", Property: model.PCancel,
+			Steps: []Step{Enqueue(1), Claim(0), Of("cancel", lifecycle.Cancel{S: "w1", Job: 1}), Complete(0, 0)}},
+		{Name: "mutant-claim-takes-cancelled", Mutant: "claim-takes-cancelled", Property: model.PCancel,
+			Steps: []Step{Enqueue(1), Of("cancel", lifecycle.Cancel{S: "w1", Job: 1}), Claim(0)}},
 	}
 }
 

@@ -26,6 +26,7 @@ func TestFactsOfEveryKind(t *testing.T) {
 		{Input{Kind: OpRenew, Worker: "w0"}, Output{Found: true, Job: 2}, Facts{Job: 2, Named: true, Statement: "renew", Writes: true, Renews: true, Accepted: true}},
 		{Input{Kind: OpEffect, Job: 2}, Output{}, Facts{Job: 2, Named: true, Statement: "effect", Effect: true}},
 		{Input{Kind: OpEffects, Job: 2}, Output{Rows: 1}, Facts{Job: 2, Named: true, Statement: "effects", Tallies: true}},
+		{Input{Kind: OpCancel, Job: 2}, Output{Rows: 1}, Facts{Job: 2, Named: true, Statement: "cancel", Writes: true, Accepted: true, Tally: "cancellations"}},
 		{Input{Kind: "something new"}, Output{}, Facts{Statement: "something new"}},
 	}
 	kinds := map[OpKind]bool{}

@@ -127,6 +127,14 @@ var Kinds = []*Kind{
 	// has a destination (effectdest); now and then with a fault on the call. Its stale callers
 	// come from the pauses past the lease and the older tokens drawn as for completions.
 	{Name: "call-complete", Seq: 4, SeqRT: 3, Needs: calls, Draw: callComplete},
+	// A job cancelled from outside, whoever holds it (cancel.sql).
+	{Name: "cancel", Seq: 1, SeqRT: 1, Suffix: 1, Needs: func(c model.Can) bool { return c.Cancel }, Draw: func(d *Draw) []program.Op {
+		s := d.Worker()
+		if id, ok := d.Job(); ok {
+			return one(lifecycle.Cancel{S: s, Job: id})
+		}
+		return nil
+	}},
 }
 
 // What the kinds need: each a capability of model.Can.
@@ -145,7 +153,8 @@ func calls(c model.Can) bool      { return c.External }
 var FuzzCodes = []string{"enqueue", "claim", "complete", "expire", "lock", "release", "crash", "drain",
 	"pause", "timed-claim", "near", "real-pause", "fuzz-claim-txn",
 	"fail", "renew", "heartbeat", "enqueue-later", "effect-complete",
-	"tight-edge-then", "tight-claim-txn", "tight-complete-txn", "tight-rescue-txn", "tight-rescue-edge"}
+	"tight-edge-then", "tight-claim-txn", "tight-complete-txn", "tight-rescue-txn", "tight-rescue-edge",
+	"cancel"}
 
 // The real-time scales: lease lengths of their own (beside the long lease of a plain claim),
 // margins around a lease's end, pauses, and a claim transaction's waits. All short, so that a
