@@ -19,24 +19,27 @@ import (
 //
 // The lifecycle's (see Lifecycle): Attempts as the queue counts them, Kept the error text its
 // last failure kept, Failed whether it ever failed, Effects the business effects that committed
-// with it, Owner the worker holding a worker-owned lease. Locked: another session's open
+// with it, Owner the worker holding a worker-owned lease; CountedBy the property of the
+// operation that last set Attempts, where one of the queue's own did (0: the retries judge
+// them). Locked: another session's open
 // transaction holds the job's row lock (the sequential model's; the concurrent one leaves row
 // locks to the checks that see waits).
 type JobState struct {
-	Exists   bool
-	State    State
-	Gen      int64
-	Until    Window
-	Lease    time.Duration
-	Claimed  Window
-	Renewed  bool
-	Due      Window
-	Attempts int64
-	Kept     string
-	Failed   bool
-	Effects  int64
-	Owner    string
-	Locked   bool
+	Exists    bool
+	State     State
+	Gen       int64
+	Until     Window
+	Lease     time.Duration
+	Claimed   Window
+	Renewed   bool
+	Due       Window
+	Attempts  int64
+	Kept      string
+	Failed    bool
+	Effects   int64
+	Owner     string
+	CountedBy Property
+	Locked    bool
 }
 
 // Job is one enqueued job and its state.
@@ -123,6 +126,15 @@ func (s JobState) life() string {
 		out += fmt.Sprintf(", %d effects", s.Effects)
 	}
 	return out
+}
+
+// attemptsBroken is the property a wrong count of the job's attempts breaks: the one of the
+// operation that last set it, or the retries'.
+func (s JobState) attemptsBroken() Property {
+	if s.CountedBy != 0 {
+		return s.CountedBy
+	}
+	return PRetries
 }
 
 // since says, for a verdict, what the job's last failure made of it.

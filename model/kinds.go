@@ -363,7 +363,7 @@ func (observeSpec) step(sh Shape, s JobState, in Input, out Output) (JobState, *
 	case out.Gen != s.Gen && !sh.NoGeneration:
 		return s, Violate(PGenerations, "job %d has generation %d in the queue, but the specification says %d", id, out.Gen, s.Gen)
 	case fails && out.Attempts != s.Attempts:
-		return s, Violate(PRetries, "job %d has %d attempts in the queue, but the specification says %d%s", id, out.Attempts, s.Attempts, sh.since(s))
+		return s, Violate(s.attemptsBroken(), "job %d has %d attempts in the queue, but the specification says %d%s", id, out.Attempts, s.Attempts, sh.since(s))
 	case fails && out.Kept != s.Kept:
 		return s, Violate(PRetries, "job %d keeps the error %q in the queue, but its last failure reported %q", id, out.Kept, s.Kept)
 	case s.State == Running:
@@ -495,7 +495,7 @@ func (rescueSpec) learn(_ Shape, s JobState, in Input, out Output) JobState {
 // rescued is the job s after a rescue in window at took it: what its lapse makes of it.
 func (sh Shape) rescued(s JobState, at Window) JobState {
 	if sh.Life.countsLapse() {
-		s.Attempts++
+		s.Attempts, s.CountedBy = s.Attempts+1, 0
 	}
 	s = s.leaseless()
 	s.State, s.Due = sh.Life.lapsed(s.Attempts, at)
@@ -515,7 +515,7 @@ func (rescueSpec) describe(in Input, out Output) (string, string) {
 // claimed is the job s after a claim in.At with in.Lease took it as generation gen.
 func (sh Shape) claimed(s JobState, gen int64, in Input) JobState {
 	if sh.Life.AttemptsAtClaim {
-		s.Attempts++
+		s.Attempts, s.CountedBy = s.Attempts+1, 0
 	}
 	s = s.leaseless().leased(in.At, in.Lease)
 	s.State, s.Gen, s.Due = Running, gen, Window{}

@@ -61,6 +61,7 @@ func (sh Shape) failed(s JobState, in Input) JobState {
 		s.Attempts++
 	}
 	attempts := sh.Life.attemptsOf(s.Attempts, s.Gen, in.Gen)
+	s.CountedBy = 0
 	s = s.leaseless()
 	s.State, s.Due = sh.Life.failed(attempts, in.Retryable, in.At)
 	s.Kept, s.Failed = in.Text, true
