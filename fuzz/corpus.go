@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pgqcheck/pgqcheck/internal/generate"
 	"github.com/pgqcheck/pgqcheck/internal/linear/schedule"
 	"github.com/pgqcheck/pgqcheck/internal/program/lifecycle"
 	"github.com/pgqcheck/pgqcheck/model"
@@ -115,6 +116,7 @@ func Corpus() []Entry {
 // next attempt got stuck after a failure, which the drain's rescue must make dead; a stale
 // worker's completion with its business effect, which refused must leave none.
 func lifecycleCorpus() []Entry {
+	snooze := func(w string) Step { return Of("snooze", lifecycle.Snooze{S: w, Delay: generate.LaterDelays[0]}) }
 	staleEffect := []Step{Enqueue(1), Claim(0), Pause(0), Claim(1), WithEffect(0, 0)}
 	return []Entry{
 		{Name: "mutant-fail-ignores-generation", Mutant: "fail-ignores-generation", Property: model.PWriteFencing,
@@ -147,6 +149,12 @@ func lifecycleCorpus() []Entry {
 			Steps: []Step{Enqueue(1), Claim(0), Of("cancel", lifecycle.Cancel{S: "w1", Job: 1}), Complete(0, 0)}},
 		{Name: "mutant-claim-takes-cancelled", Mutant: "claim-takes-cancelled", Property: model.PCancel,
 			Steps: []Step{Enqueue(1), Of("cancel", lifecycle.Cancel{S: "w1", Job: 1}), Claim(0)}},
+		{Name: "mutant-snooze-ignores-generation", Mutant: "snooze-ignores-generation", Property: model.PSnooze,
+			Steps: []Step{Enqueue(1), Claim(1), Expire(0), Claim(0), snooze("w1")}},
+		{Name: "mutant-snooze-spends-attempt", Mutant: "snooze-spends-attempt", Property: model.PSnooze,
+			Steps: []Step{Enqueue(1), Claim(0), snooze("w0")}},
+		{Name: "mutant-snooze-resets-attempts", Mutant: "snooze-resets-attempts", Property: model.PSnooze,
+			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Sleep(2), Claim(1), snooze("w1")}},
 	}
 }
 

@@ -27,6 +27,7 @@ func TestFactsOfEveryKind(t *testing.T) {
 		{Input{Kind: OpEffect, Job: 2}, Output{}, Facts{Job: 2, Named: true, Statement: "effect", Effect: true}},
 		{Input{Kind: OpEffects, Job: 2}, Output{Rows: 1}, Facts{Job: 2, Named: true, Statement: "effects", Tallies: true}},
 		{Input{Kind: OpCancel, Job: 2}, Output{Rows: 1}, Facts{Job: 2, Named: true, Statement: "cancel", Writes: true, Accepted: true, Tally: "cancellations"}},
+		{Input{Kind: OpSnooze, Job: 2, Gen: 1}, Output{Rows: 1}, Facts{Job: 2, Named: true, Statement: "snooze", Gen: 1, Writes: true, Accepted: true, Tally: "snoozes"}},
 		{Input{Kind: "something new"}, Output{}, Facts{Statement: "something new"}},
 	}
 	kinds := map[OpKind]bool{}

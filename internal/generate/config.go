@@ -135,6 +135,14 @@ var Kinds = []*Kind{
 		}
 		return nil
 	}},
+	// The owner's snooze of a held token, mostly its newest, for one of the run-at delays
+	// (snooze.sql).
+	{Name: "snooze", Seq: 2, SeqRT: 1, Suffix: 1, Needs: func(c model.Can) bool { return c.Snooze }, Draw: func(d *Draw) []program.Op {
+		if w, ok := d.Holder(); ok {
+			return one(lifecycle.Snooze{S: w, Back: d.Choose(0, 1, "back"), Delay: d.Span("delay", LaterDelays)})
+		}
+		return nil
+	}},
 }
 
 // What the kinds need: each a capability of model.Can.
@@ -154,7 +162,7 @@ var FuzzCodes = []string{"enqueue", "claim", "complete", "expire", "lock", "rele
 	"pause", "timed-claim", "near", "real-pause", "fuzz-claim-txn",
 	"fail", "renew", "heartbeat", "enqueue-later", "effect-complete",
 	"tight-edge-then", "tight-claim-txn", "tight-complete-txn", "tight-rescue-txn", "tight-rescue-edge",
-	"cancel"}
+	"cancel", "snooze"}
 
 // The real-time scales: lease lengths of their own (beside the long lease of a plain claim),
 // margins around a lease's end, pauses, and a claim transaction's waits. All short, so that a

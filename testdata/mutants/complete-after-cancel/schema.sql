@@ -1,6 +1,6 @@
 -- The lifecycle's job table (attempts counted as they fail, a run-at time, a terminal dead state
--- and the last error kept), with jobs that can be cancelled from outside: cancelled is an end of
--- a job's life, as done and dead are.
+-- and the last error kept), with jobs that can be cancelled from outside (cancelled is an end of
+-- a job's life, as done and dead are) and snoozed by their owner.
 CREATE TABLE jobs (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   state text NOT NULL DEFAULT 'ready' CHECK (state IN ('ready','running','done','dead','cancelled')),
