@@ -38,7 +38,11 @@ func (q *Queue) Heartbeat(at Window, worker string, lease time.Duration, ids []i
 	}
 	for _, id := range q.ids {
 		if next, ok := took[id]; ok {
-			q.set(id, next)
+			// A row another session holds locked is left as it was: a heartbeat that named it
+			// could not have extended it without waiting, which a sequential run does not do.
+			if !q.jobs[id].Locked {
+				q.set(id, next)
+			}
 			continue
 		}
 		in.Job = id
