@@ -117,6 +117,7 @@ func Corpus() []Entry {
 // worker's completion with its business effect, which refused must leave none.
 func lifecycleCorpus() []Entry {
 	snooze := func(w string) Step { return Of("snooze", lifecycle.Snooze{S: w, Delay: generate.LaterDelays[0]}) }
+	unique := Of("enqueue-unique", lifecycle.EnqueueUnique{S: "w0", Key: 0})
 	staleEffect := []Step{Enqueue(1), Claim(0), Pause(0), Claim(1), WithEffect(0, 0)}
 	return []Entry{
 		{Name: "mutant-fail-ignores-generation", Mutant: "fail-ignores-generation", Property: model.PWriteFencing,
@@ -155,6 +156,10 @@ func lifecycleCorpus() []Entry {
 			Steps: []Step{Enqueue(1), Claim(0), snooze("w0")}},
 		{Name: "mutant-snooze-resets-attempts", Mutant: "snooze-resets-attempts", Property: model.PSnooze,
 			Steps: []Step{Enqueue(1), Claim(0), Fail(0, 0, false), Sleep(2), Claim(1), snooze("w1")}},
+		{Name: "mutant-unique-ignores-running", Mutant: "unique-ignores-running", Property: model.PUnique,
+			Steps: []Step{unique, Claim(0), unique}},
+		{Name: "mutant-unique-holds-finished", Mutant: "unique-holds-finished", Property: model.PUnique,
+			Steps: []Step{unique, Claim(0), Complete(0, 0), unique}},
 	}
 }
 

@@ -20,6 +20,7 @@ type Can struct {
 	Effect    bool `json:"effect,omitempty"` // effect.sql with effects.sql: business effects beside completions
 	Cancel    bool `json:"cancel,omitempty"` // cancel.sql: a job is cancelled from outside
 	Snooze    bool `json:"snooze,omitempty"` // snooze.sql: the owner puts its job back to wait
+	Unique    bool `json:"unique,omitempty"` // enqueue_unique.sql: an enqueue by a key no two live jobs share
 	// External: the run calls a destination with each job's effect (effectdest), which is the
 	// run's, not the queue's.
 	External bool `json:"external,omitempty"`

@@ -28,6 +28,8 @@ func TestFactsOfEveryKind(t *testing.T) {
 		{Input{Kind: OpEffects, Job: 2}, Output{Rows: 1}, Facts{Job: 2, Named: true, Statement: "effects", Tallies: true}},
 		{Input{Kind: OpCancel, Job: 2}, Output{Rows: 1}, Facts{Job: 2, Named: true, Statement: "cancel", Writes: true, Accepted: true, Tally: "cancellations"}},
 		{Input{Kind: OpSnooze, Job: 2, Gen: 1}, Output{Rows: 1}, Facts{Job: 2, Named: true, Statement: "snooze", Gen: 1, Writes: true, Accepted: true, Tally: "snoozes"}},
+		{Input{Kind: OpUnique}, Output{Found: true, Job: 4}, Facts{Job: 4, Named: true, Statement: "enqueue unique", Creates: true, Accepted: true, Tally: "unique enqueues"}},
+		{Input{Kind: OpUnique}, Output{}, Facts{Statement: "enqueue unique", Accepted: true, Tally: "unique enqueues"}},
 		{Input{Kind: "something new"}, Output{}, Facts{Statement: "something new"}},
 	}
 	kinds := map[OpKind]bool{}

@@ -40,6 +40,7 @@ type JobState struct {
 	Owner     string
 	CountedBy Property
 	Locked    bool
+	Key       string // the key the job holds while at no end, where it was enqueued by one
 }
 
 // Job is one enqueued job and its state.

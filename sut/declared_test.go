@@ -37,7 +37,7 @@ func TestDeclarations(t *testing.T) {
 		"rescued-retries": {order: model.LowestID, lease: time.Second, shape: model.Shape{RescueOnly: true, Can: model.Can{Lock: true, Rescue: true, Fail: true},
 			Life: model.Lifecycle{MaxAttempts: 2, Backoff: 20 * time.Millisecond, Factor: 2, AttemptsAtClaim: true, LapsesCount: true, RescueBackoff: true}}},
 		"heartbeat": {order: model.LowestID, shape: model.Shape{Can: model.Can{Lock: true, Heartbeat: true}, Life: model.Lifecycle{WorkerLease: true}}},
-		"job-control": {order: model.LowestID, shape: model.Shape{Can: model.Can{Lock: true, Fail: true, Cancel: true, Snooze: true},
+		"job-control": {order: model.LowestID, shape: model.Shape{Can: model.Can{Lock: true, Fail: true, Cancel: true, Snooze: true, Unique: true},
 			Life: model.Lifecycle{MaxAttempts: 3, Backoff: 100 * time.Millisecond, Factor: 2}}},
 		"registered txbound":               {order: model.LowestID, shape: model.Shape{TxBound: true}, lease: time.Hour},
 		"registered effects":               {order: model.LowestID, shape: model.Shape{Can: model.Can{Lock: true, Effect: true}}},

@@ -143,6 +143,13 @@ var Kinds = []*Kind{
 		}
 		return nil
 	}},
+	// An enqueue by one of two keys, so that keys collide (enqueue_unique.sql). In a scheduled
+	// program it may take the next job's position, or leave it to a later enqueue: an operation
+	// on a position no job took does not apply.
+	{Name: "enqueue-unique", Seq: 2, SeqRT: 1, Prefix: 1, Suffix: 1, Needs: func(c model.Can) bool { return c.Unique }, Draw: func(d *Draw) []program.Op {
+		d.Enqueued(1)
+		return one(lifecycle.EnqueueUnique{S: d.Worker(), Key: d.Choose(0, 1, "key")})
+	}},
 }
 
 // What the kinds need: each a capability of model.Can.
@@ -162,7 +169,7 @@ var FuzzCodes = []string{"enqueue", "claim", "complete", "expire", "lock", "rele
 	"pause", "timed-claim", "near", "real-pause", "fuzz-claim-txn",
 	"fail", "renew", "heartbeat", "enqueue-later", "effect-complete",
 	"tight-edge-then", "tight-claim-txn", "tight-complete-txn", "tight-rescue-txn", "tight-rescue-edge",
-	"cancel", "snooze"}
+	"cancel", "snooze", "enqueue-unique"}
 
 // The real-time scales: lease lengths of their own (beside the long lease of a plain claim),
 // margins around a lease's end, pauses, and a claim transaction's waits. All short, so that a

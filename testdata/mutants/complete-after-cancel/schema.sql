@@ -1,6 +1,7 @@
 -- The lifecycle's job table (attempts counted as they fail, a run-at time, a terminal dead state
 -- and the last error kept), with jobs that can be cancelled from outside (cancelled is an end of
--- a job's life, as done and dead are) and snoozed by their owner.
+-- a job's life, as done and dead are), snoozed by their owner, and enqueued by a key that at most
+-- one job not at an end holds.
 CREATE TABLE jobs (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   state text NOT NULL DEFAULT 'ready' CHECK (state IN ('ready','running','done','dead','cancelled')),
@@ -9,10 +10,12 @@ CREATE TABLE jobs (
   run_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   lease_until timestamptz,
   last_error text,
+  unique_key text,
   payload jsonb NOT NULL
 );
 CREATE INDEX jobs_ready ON jobs (run_at, id) WHERE state='ready';
 CREATE INDEX jobs_expired ON jobs (lease_until, id) WHERE state='running';
+CREATE UNIQUE INDEX jobs_live_key ON jobs (unique_key) WHERE state IN ('ready','running');
 
 -- The retry policy fail.sql reads: three attempts, 100 ms after the first failure, doubling.
 -- reset.sql puts the row back after the suite's reset empties the table.

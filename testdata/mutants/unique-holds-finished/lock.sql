@@ -1,0 +1,1 @@
+SELECT id FROM jobs WHERE id=$1 FOR UPDATE

@@ -1,0 +1,1 @@
+INSERT INTO retry_policy VALUES (3, interval '100 milliseconds', 2)
