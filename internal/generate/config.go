@@ -128,7 +128,7 @@ var Kinds = []*Kind{
 	// come from the pauses past the lease and the older tokens drawn as for completions.
 	{Name: "call-complete", Seq: 4, SeqRT: 3, Needs: calls, Draw: callComplete},
 	// A job cancelled from outside, whoever holds it (cancel.sql).
-	{Name: "cancel", Seq: 1, SeqRT: 1, Suffix: 1, Needs: func(c model.Can) bool { return c.Cancel }, Draw: func(d *Draw) []program.Op {
+	{Name: "cancel", Seq: 2, SeqRT: 1, Suffix: 1, Needs: func(c model.Can) bool { return c.Cancel }, Draw: func(d *Draw) []program.Op {
 		s := d.Worker()
 		if id, ok := d.Job(); ok {
 			return one(lifecycle.Cancel{S: s, Job: id})
