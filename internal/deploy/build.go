@@ -32,6 +32,7 @@ func goCommand() (string, error) {
 // Built is a worker program built for a run, and what building it cost.
 type Built struct {
 	Path string
+	Dir  string // the module it was built in
 	Took time.Duration
 }
 
@@ -92,5 +93,5 @@ func build(ctx context.Context, module, pkg, dir string) (Built, error) {
 	if err := cmd.Run(); err != nil {
 		return Built{}, fmt.Errorf("pgqcheck: building the worker %s in %s: %v: %s", pkg, cmd.Dir, err, textfmt.OneLine(stderr.String()))
 	}
-	return Built{Path: out, Took: time.Since(start)}, nil
+	return Built{Path: out, Dir: cmd.Dir, Took: time.Since(start)}, nil
 }

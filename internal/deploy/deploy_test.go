@@ -64,7 +64,7 @@ func runOne(t *testing.T, cfg Config) *Result {
 	if cfg.Server == nil {
 		cfg.Server = server(t)
 	}
-	if cfg.Window == 0 {
+	if cfg.Window == 0 && cfg.Target.Window == 0 {
 		cfg.Window = window
 	}
 	cfg.ReportDir, cfg.Programs, cfg.Log = t.TempDir(), programs, tlog{t}

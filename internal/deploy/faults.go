@@ -76,6 +76,11 @@ type Fault struct {
 	Kind   FaultKind     `json:"kind"`
 	Worker int           `json:"worker,omitempty"`
 	For    time.Duration `json:"for,omitempty"`
+	// Retaken, for a stall: the worker runs on this long after another worker began an
+	// execution of a job it held (or after For, when that never comes): a stall aimed at the
+	// time a stale worker does harm, where the queue's horizon is long and uneven (a rescuer
+	// that runs every 30 s).
+	Retaken time.Duration `json:"retaken,omitempty"`
 }
 
 func (f Fault) String() string {
@@ -86,6 +91,9 @@ func (f Fault) String() string {
 	s := fmt.Sprintf("+%.3fs %s %s", f.At.Seconds(), f.Kind, target)
 	if f.For > 0 {
 		s += fmt.Sprintf(" for %v", f.For.Round(time.Millisecond))
+	}
+	if f.Retaken > 0 {
+		s += fmt.Sprintf(" (or until %v after its job is taken again)", f.Retaken.Round(time.Millisecond))
 	}
 	return s
 }
@@ -100,8 +108,12 @@ type Plan struct {
 	// Window is the span faults are injected in; Every the mean gap between them.
 	Window, Every time.Duration
 	// Horizon is how long a job stays with a worker that holds it before the queue may give it
-	// to another (the lease, or the rescuer's horizon); WorkMax the longest handler's work.
-	Horizon, WorkMax time.Duration
+	// to another (the lease, or the rescuer's horizon); WorkMin and WorkMax bound a handler's
+	// work.
+	Horizon, WorkMin, WorkMax time.Duration
+	// Aim: stalls end a little after the stalled worker's job was taken again (Fault.Retaken),
+	// within the shortest work, so that the worker resumes while the job's next worker holds it.
+	Aim bool
 }
 
 // Draw draws a schedule from seed. A stall lasts beyond the horizon by up to one of the longest
@@ -122,11 +134,19 @@ func Draw(seed uint64, p Plan) Schedule {
 		switch k {
 		case Stall:
 			f.For = p.Horizon + span(r, p.Horizon/20, p.Horizon/20+p.WorkMax)
+			if p.Aim {
+				f.For = 2 * p.Horizon
+				f.Retaken = span(r, time.Millisecond, max(p.WorkMin*9/10, 2*time.Millisecond))
+			}
 		case Kill:
 			f.For = span(r, 50*time.Millisecond, max(p.Horizon, 100*time.Millisecond))
 		case Cut:
 			f.For = span(r, p.Horizon/4, 2*p.Horizon)
 		}
+		// A horizon longer than the run (River's default hour) cannot be waited out: such a
+		// fault lasts up to half the window, and the jobs it leaves held are reported, not
+		// judged.
+		f.For = min(f.For, max(p.Window/2, time.Millisecond))
 		if k == Restart {
 			if busy[0] > at {
 				continue

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/pgqcheck/pgqcheck/internal/deploy/protocol"
 )
 
 // inject plays the schedule from start: each fault at its time, its end (a stalled worker
@@ -62,7 +64,7 @@ func (r *run) one(ctx context.Context, f Fault) error {
 		if l.proc.stall() != nil {
 			return nil // it has exited: nothing to stall
 		}
-		wait(ctx, f.For)
+		r.stalled(ctx, l, f)
 		_ = l.proc.resume()
 	case Kill:
 		l.proc.kill()
@@ -83,4 +85,57 @@ func (r *run) one(ctx context.Context, f Fault) error {
 	}
 	r.record(f.Kind, l.label, at, until)
 	return nil
+}
+
+// stalled waits out a stall: For, or, for an aimed one, until another worker began an execution
+// of a job the stalled one holds, and Retaken more.
+func (r *run) stalled(ctx context.Context, l *life, f Fault) {
+	if f.Retaken == 0 {
+		wait(ctx, f.For)
+		return
+	}
+	end := time.Now().Add(f.For)
+	held := r.held(l)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		if len(held) > 0 && r.retaken(l, held) {
+			wait(ctx, f.Retaken)
+			return
+		}
+		wait(ctx, 50*time.Millisecond)
+	}
+}
+
+// held are the jobs a life has begun and not ended, with when it began each (as its events
+// say).
+func (r *run) held(l *life) map[int64]int64 {
+	evs, _ := protocol.Read(l.events)
+	held := map[int64]int64{}
+	for _, e := range evs {
+		switch e.Ev {
+		case protocol.EvStart:
+			held[e.Job] = e.At
+		case protocol.EvEnd:
+			delete(held, e.Job)
+		}
+	}
+	return held
+}
+
+// retaken reports whether another life began an execution of a job l holds, after l did.
+func (r *run) retaken(l *life, held map[int64]int64) bool {
+	r.mu.Lock()
+	lives := append([]*life(nil), r.lives...)
+	r.mu.Unlock()
+	for _, o := range lives {
+		if o == l || o.role != protocol.RoleWork {
+			continue
+		}
+		evs, _ := protocol.Read(o.events)
+		for _, e := range evs {
+			if at, ok := held[e.Job]; ok && e.Ev == protocol.EvStart && e.At > at {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/pgqcheck/pgqcheck/internal/deploy/observed"
 	"github.com/pgqcheck/pgqcheck/internal/deploy/protocol"
+	"github.com/pgqcheck/pgqcheck/internal/effectdest"
 	"github.com/pgqcheck/pgqcheck/internal/faultproxy"
 	"github.com/pgqcheck/pgqcheck/internal/linear/history"
 )
@@ -26,6 +28,9 @@ type run struct {
 	scratch, report string
 	bin             string
 	dsn             string // the run's database
+	moduleDir       string // the target's module, where its processes run
+	dest            *effectdest.Dest
+	effectURL       string
 	res             *Result
 
 	// where the server listens, and how a connection string to it reads for a proxy's port
@@ -79,6 +84,13 @@ func (r *run) play(ctx context.Context) error {
 	}
 	if err := r.readOrigin(ctx); err != nil {
 		return err
+	}
+	if r.cfg.Target.External {
+		d, err := effectdest.Start(effectdest.Every)
+		if err != nil {
+			return err
+		}
+		r.dest, r.effectURL = d, d.URL()
 	}
 	workload := filepath.Join(r.scratch, "workload.jsonl")
 	if err := protocol.WriteWorkload(workload, r.cfg.workload()); err != nil {
@@ -178,7 +190,7 @@ func (r *run) readOrigin(ctx context.Context) error {
 		return fmt.Errorf("pgqcheck: reading the database's clock: %v", err)
 	}
 	r.local = time.Now()
-	r.b = &observed.Builder{Origin: r.origin, Lease: r.cfg.Target.Lease}
+	r.b = &observed.Builder{Origin: r.origin, Lease: r.cfg.Target.Lease, TxBound: r.cfg.Target.Shape.TxBound}
 	return nil
 }
 
@@ -190,7 +202,8 @@ func (r *run) dbNow() time.Duration { return time.Since(r.local) }
 func (r *run) config(role, label, dsn string) protocol.Config {
 	t := r.cfg.Target
 	return protocol.Config{Role: role, DSN: dsn, Events: r.eventsPath(label), Worker: label, Seed: r.cfg.Seed,
-		Queue: t.Queue, LeaseMS: t.Lease.Milliseconds(), PollMS: 20, WorkMS: r.cfg.WorkMS, Settings: t.Settings}
+		Queue: t.Queue, LeaseMS: t.Lease.Milliseconds(), PollMS: 20, WorkMS: r.cfg.WorkMS, Settings: t.Settings,
+		IgnoreContext: t.IgnoreContext, EffectURL: r.effectURL}
 }
 
 // start starts a process of the run's program in role, labelled label.
@@ -214,7 +227,9 @@ func (r *run) start(role, label, dsn string, adjust func(*protocol.Config)) (*li
 		path, args = wc[0], wc[1:]
 	}
 	env := append(os.Environ(), protocol.EnvConfig+"="+string(raw))
-	p, err := startProc(path, args, env, r.scratch, out)
+	// A process runs in its module's folder: a library's program may read its own module's
+	// files there (gue's migration is its module's migrations/schema.sql).
+	p, err := startProc(path, args, env, r.moduleDir, out)
 	if err != nil {
 		return nil, fmt.Errorf("pgqcheck: starting %s (%s): %v", label, path, err)
 	}
@@ -286,13 +301,19 @@ func (r *run) close() {
 	for _, s := range r.slots {
 		s.proxy.Close()
 	}
+	if r.dest != nil {
+		r.dest.Close()
+	}
 }
 
 // drain waits for the workers to finish every job: until a snapshot shows none ready or
 // running. It gives up once no job has finished for patience, and the last snapshot then
 // shows what was left.
 func (r *run) drain(ctx context.Context) error {
-	patience := 3*r.cfg.Target.Horizon + 4*time.Duration(r.cfg.WorkMS[1])*time.Millisecond + 3*time.Second
+	patience := r.cfg.Target.Patience
+	if patience == 0 {
+		patience = 3*r.cfg.Target.Horizon + 4*time.Duration(r.cfg.WorkMS[1])*time.Millisecond + 3*time.Second
+	}
 	finished, since := -1, time.Now()
 	for n := 0; ; n++ {
 		label := fmt.Sprintf("drain-%d", n)
@@ -345,9 +366,34 @@ func (r *run) forget(label string) {
 	}
 }
 
-// collect reads every life's events into the history.
+// collect reads every life's events into the history, and the destination's effects.
 func (r *run) collect() error {
-	for _, l := range r.lives {
+	if err := r.collectEvents(); err != nil {
+		return err
+	}
+	if r.dest == nil {
+		return nil
+	}
+	r.b.External = map[int64]int64{}
+	for _, c := range r.dest.Counts().Jobs {
+		id := c.Job
+		if r.cfg.Target.ByKey {
+			var ok bool
+			if id, ok = r.b.JobOfKey(fmt.Sprintf("j%d", c.Job)); !ok {
+				continue
+			}
+		}
+		r.b.External[id] += int64(c.InForce)
+	}
+	return nil
+}
+
+func (r *run) collectEvents() error {
+	lives := append([]*life(nil), r.lives...)
+	sort.SliceStable(lives, func(i, j int) bool {
+		return lives[i].role == protocol.RoleEnqueue && lives[j].role != protocol.RoleEnqueue
+	})
+	for _, l := range lives {
 		if l.role == protocol.RoleSetup {
 			continue
 		}

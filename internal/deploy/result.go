@@ -27,16 +27,21 @@ func (r *run) judge() error {
 	}
 	t := r.cfg.Target
 	h := r.b.History(t.Source, t.Shape)
+	h, r.res.Pending = r.spare(h)
 	v := check.Check(h, checkTimeout)
-	done := map[int64]bool{}
+	final := map[int64]model.Row{}
 	for _, o := range h.Ops {
-		if o.Input.Kind == model.OpObserve && o.Session == "snapshot" && o.Output.State == model.Done {
-			done[o.Input.Job] = true
+		if o.Input.Kind == model.OpObserve && o.Session == "snapshot" {
+			final[o.Input.Job] = model.Row{ID: o.Input.Job, State: o.Output.State, Generation: o.Output.Gen, Attempts: o.Output.Attempts}
 		}
 	}
-	ov := r.b.Check(t.Shape, t.Horizon, done)
+	ov := r.b.Check(observed.Rules{Shape: t.Shape, Lease: t.Lease, MaxAttempts: t.MaxAttempts, Final: final, Done: doneJobs(h, final)})
+	for _, o := range r.b.History(t.Source, t.Shape).Ops {
+		if o.Input.Kind == model.OpEnqueue && o.Output.Outcome == model.Returned {
+			r.res.Enqueued++
+		}
+	}
 	if v.Accounting != nil {
-		r.res.Enqueued = v.Accounting.Enqueued
 		for _, id := range v.Accounting.Lost {
 			ov.LastSeen[id] = r.b.Where(id)
 		}
@@ -45,6 +50,70 @@ func (r *run) judge() error {
 	r.res.Executions, r.res.Effects = ov.Executions, ov.Effects
 	r.res.FirstViolation = firstViolation(h, v, ov)
 	return nil
+}
+
+// doneJobs are the jobs done when the run ended: done at the last snapshot, or gone from it
+// where the queue deletes done jobs (after an acknowledged enqueue).
+func doneJobs(h *history.History, final map[int64]model.Row) []int64 {
+	var out []int64
+	for _, o := range h.Ops {
+		if o.Input.Kind != model.OpEnqueue || o.Output.Outcome != model.Returned {
+			continue
+		}
+		row, seen := final[o.Output.Job]
+		if seen && row.State == model.Done || !seen && h.Shape.DoneDeleted {
+			out = append(out, o.Output.Job)
+		}
+	}
+	return out
+}
+
+// spare leaves out of the history the jobs the queue still holds within its promise when the
+// run ends: running at the last snapshot, their last execution begun less than the queue's
+// lease (its rescue horizon) before it, so that no promise yet says they must have moved on (a
+// worker killed with them in hand, under River's default hour). They are reported, not judged.
+func (r *run) spare(h *history.History) (*history.History, []int64) {
+	var snap time.Duration
+	running := map[int64]bool{}
+	for _, o := range h.Ops {
+		if o.Input.Kind == model.OpObserve && o.Session == "snapshot" {
+			snap = max(snap, o.Input.At.From)
+			if o.Output.State == model.Running {
+				running[o.Input.Job] = true
+			}
+		}
+	}
+	began := map[int64]time.Duration{}
+	for _, e := range r.b.Executions() {
+		if running[e.Job] {
+			at := e.Claimed
+			if at == 0 {
+				at = e.Start
+			}
+			began[e.Job] = r.b.Since(time.UnixMicro(at))
+		}
+	}
+	spared := map[int64]bool{}
+	var out []int64
+	for id := range running {
+		if at, ok := began[id]; ok && at+r.cfg.Target.Lease > snap {
+			spared[id] = true
+			out = append(out, id)
+		}
+	}
+	if len(out) == 0 {
+		return h, nil
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	cut := *h
+	cut.Ops = nil
+	for _, o := range h.Ops {
+		if id, named := model.JobOf(o.Input, o.Output); named && spared[id] {
+			continue
+		}
+		cut.Ops = append(cut.Ops, o)
+	}
+	return &cut, out
 }
 
 // firstViolation is when, from the run's first reading, the run first broke a promise: the
@@ -83,7 +152,11 @@ func firstViolation(h *history.History, v *check.Conclusion, ov *observed.Verdic
 
 // Table is the run's verdict table: every property a deployment judges, and what became of it.
 func (r *Result) Table() *verdict.Table {
-	t := verdict.NewTable(r.History.Shape, Properties...)
+	judged := Properties
+	if r.external {
+		judged = append(append([]model.Property(nil), Properties...), model.PExternal)
+	}
+	t := verdict.NewTable(r.judged(), judged...)
 	var broken []*model.Violation
 	if !r.Verdict.OK && r.Verdict.Violation != nil {
 		broken = append(broken, r.Verdict.Violation)
@@ -112,6 +185,36 @@ func (r *Result) Table() *verdict.Table {
 	return t
 }
 
+// TableText is the verdict table as a run prints it: the table every mode prints, where a
+// property the queue's shape promises but the run measured as not promised (duplicate effects
+// at a destination that applies every call) says so.
+func (r *Result) TableText() string { return tableText(r.Table()) }
+
+func tableText(t *verdict.Table) string {
+	var b strings.Builder
+	b.WriteString("property                    verdict\n")
+	for _, p := range t.Judged {
+		status := t.Status(p)
+		if n := t.NotPromised[p]; n > 0 && !t.Violated[p] && t.Shape.Judged(p) && t.Shape.Promised(p) {
+			status = fmt.Sprintf("not promised: %d observed", n)
+		}
+		fmt.Fprintf(&b, "%-3d %-23s %s\n", int(p), p.Name(), status)
+	}
+	return b.String()
+}
+
+// judged is the shape the verdict table reads what was judged from: the history's, with what
+// the checks of observed executions judged on top (business effects where the queue counts
+// them, run-at times where the workload gave some, attempts where the configuration limits
+// them).
+func (r *Result) judged() model.Shape {
+	sh := r.History.Shape
+	sh.Can.Effect = sh.Can.Effect || r.Effects >= 0 && !r.external
+	sh.Can.Delay = sh.Can.Delay || r.scheduled
+	sh.Can.Fail = sh.Can.Fail || r.maxAttempts > 0
+	return sh
+}
+
 // Properties are what a deployment run judges.
 var Properties = []model.Property{model.PFencing, model.PExclusion, model.PGenerations, model.PDoneOnce,
 	model.PRecovery, model.PLinearizable, model.PDBTime, model.PNoErrors, model.PRetries, model.PScheduling,
@@ -129,6 +232,10 @@ func (r *Result) Summary(w io.Writer) {
 		if r.FirstViolation >= 0 {
 			fmt.Fprintf(w, "first violation at %s from the run's start\n", model.Stamp(r.FirstViolation))
 		}
+	}
+	if n := len(r.Pending); n > 0 {
+		fmt.Fprintf(w, "not judged: %d jobs still held within the queue's horizon (%v) when the run ended, by workers a fault stalled or killed (jobs %v)\n",
+			n, r.Lease, r.Pending)
 	}
 	var lost []int64
 	for id := range r.Observed.LastSeen {
@@ -186,7 +293,7 @@ func (r *run) write() error {
 	var b strings.Builder
 	r.res.Summary(&b)
 	b.WriteString("\n")
-	b.WriteString(r.res.Table().String())
+	b.WriteString(r.res.TableText())
 	for _, f := range r.res.Observed.Findings {
 		fmt.Fprintf(&b, "\nobserved: %s (at %s)\n", f.Violation.Error(), model.Stamp(f.At))
 	}

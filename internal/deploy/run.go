@@ -15,6 +15,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,6 +86,14 @@ type Result struct {
 	History              *history.History
 	Verdict              *check.Conclusion
 	Observed             *observed.Verdict
+	// Pending are the jobs the queue still held within its horizon (Lease) when the run ended,
+	// left out of the checks.
+	Pending []int64
+	Lease   time.Duration
+	// what the run's target let the checks judge beyond its history's shape
+	scheduled   bool
+	maxAttempts int64
+	external    bool
 	// FirstViolation is when, from the run's start, the history first broke a promise (-1: it
 	// never did).
 	FirstViolation time.Duration
@@ -97,14 +106,15 @@ func (r *Result) OK() bool { return r.Verdict.OK && r.Observed.OK() }
 
 // defaults fills what a config leaves unset.
 func (c Config) defaults() Config {
-	if c.Workers == 0 {
-		c.Workers = 3
-	}
-	if c.Window == 0 {
-		c.Window = 4 * time.Second
+	t := c.Target
+	c.Workers = cmp.Or(c.Workers, t.Workers, 3)
+	c.Window = cmp.Or(c.Window, t.Window, 4*time.Second)
+	if c.WorkMS == [2]int64{} {
+		c.WorkMS = t.WorkMS
 	}
 	if c.Every == 0 {
-		c.Every = max(c.Target.Horizon, 300*time.Millisecond)
+		// A fault every horizon, where the horizon is short; six a window where it is long.
+		c.Every = min(max(c.Target.Horizon, 300*time.Millisecond), c.Window/6)
 	}
 	if c.WorkMS == [2]int64{} {
 		c.WorkMS = [2]int64{50, 150}
@@ -149,8 +159,8 @@ func (c Config) schedule() Schedule {
 	if c.Schedule != nil {
 		return c.Schedule.sorted()
 	}
-	return Draw(c.Seed, Plan{Kinds: c.Faults, Workers: c.Workers, Window: c.Window, Every: c.Every,
-		Horizon: c.Target.Horizon, WorkMax: time.Duration(c.WorkMS[1]) * time.Millisecond})
+	return Draw(c.Seed, Plan{Kinds: c.Faults, Workers: c.Workers, Window: c.Window, Every: c.Every, Aim: c.Target.Aim,
+		Horizon: c.Target.Horizon, WorkMin: time.Duration(c.WorkMS[0]) * time.Millisecond, WorkMax: time.Duration(c.WorkMS[1]) * time.Millisecond})
 }
 
 // workload draws the jobs the enqueuer adds over the window, at the config's rate.
@@ -159,7 +169,13 @@ func (c Config) workload() []protocol.Job {
 	var out []protocol.Job
 	gap := time.Duration(float64(time.Second) / c.Rate)
 	for at := time.Duration(0); at < c.Window; at += span(r, gap/2, gap*3/2) {
-		out = append(out, protocol.Job{Key: fmt.Sprintf("j%d", len(out)+1), AtMS: at.Milliseconds()})
+		j := protocol.Job{Key: fmt.Sprintf("j%d", len(out)+1), AtMS: at.Milliseconds()}
+		// One job in four asks to run later, up to two works later, where the queue takes a
+		// run-at time.
+		if c.Target.Scheduled && r.IntN(4) == 0 {
+			j.DelayMS = span(r, time.Millisecond, 2*time.Duration(c.WorkMS[1])*time.Millisecond).Milliseconds()
+		}
+		out = append(out, j)
 	}
 	return out
 }
@@ -194,7 +210,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgqcheck: the run's report folder: %v", err)
 	}
-	r := &run{cfg: cfg, scratch: scratch, report: report, res: &Result{Target: cfg.Target.Name, Seed: cfg.Seed, Schedule: cfg.schedule(), Dir: report, FirstViolation: -1}}
+	r := &run{cfg: cfg, scratch: scratch, report: report, res: &Result{Target: cfg.Target.Name, Seed: cfg.Seed, Schedule: cfg.schedule(),
+		Dir: report, FirstViolation: -1, Lease: cfg.Target.Lease, scheduled: cfg.Target.Scheduled, maxAttempts: cfg.Target.MaxAttempts, external: cfg.Target.External}}
 	progs := cfg.Programs
 	if progs == nil {
 		if progs, err = NewPrograms(); err != nil {
@@ -206,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.bin, r.res.Build = built.Path, built.Took
+	r.bin, r.res.Build, r.moduleDir = built.Path, built.Took, built.Dir
 	cfg.logf("deploy %s: built %s in %v", cfg.Target.Name, cfg.Target.Package, built.Took.Round(time.Millisecond))
 	if cfg.DB != nil {
 		r.dsn = cfg.DB.DSN
@@ -259,6 +276,7 @@ func (r *run) eventsPath(life string) string {
 type Spec struct {
 	Target   string        `json:"target"`
 	Source   string        `json:"source"`
+	Queue    string        `json:"queue,omitempty"` // a queue of SQL's folder, or a built-in's name
 	Seed     uint64        `json:"seed"`
 	Workers  int           `json:"workers"`
 	Window   time.Duration `json:"window"`
@@ -271,6 +289,6 @@ type Spec struct {
 
 func (r *run) spec() Spec {
 	c, t := r.cfg, r.cfg.Target
-	return Spec{Target: t.Name, Source: t.Source, Seed: c.Seed, Workers: c.Workers, Window: c.Window, WorkMS: c.WorkMS,
+	return Spec{Target: t.Name, Source: t.Source, Queue: t.Queue, Seed: c.Seed, Workers: c.Workers, Window: c.Window, WorkMS: c.WorkMS,
 		Rate: c.Rate, Lease: t.Lease, Horizon: t.Horizon, Schedule: r.res.Schedule}
 }

@@ -30,9 +30,30 @@ type Target struct {
 	// Settings are the library's own, passed to its workers (protocol.Config.Settings).
 	Settings map[string]int64
 	// WorkCommand, when set, runs the workers instead of the program's work role: a worker
-	// in another language (argv; the program's path is appended as its last argument when
-	// the command's first element is empty).
+	// in another language (argv).
 	WorkCommand []string
+	// IgnoreContext: the handler works on after its library cancels its context.
+	IgnoreContext bool
+	// The run's shape where a Config leaves it unset: how many worker processes, how long the
+	// window, each execution's work, and whether stalls are aimed at a job's retaking (a
+	// horizon too long and uneven for a drawn stall to end while the job's next worker holds
+	// it). WorkMS's zero value is the run's default.
+	Workers int
+	Window  time.Duration
+	WorkMS  [2]int64
+	Aim     bool
+	// MaxAttempts is the attempts the queue's configuration allows a job (0: no limit), which
+	// the checks of observed executions judge (property 12).
+	MaxAttempts int64
+	// Scheduled: the queue takes a run-at time, so the workload gives some jobs one, and no
+	// execution may begin before it (property 14).
+	Scheduled bool
+	// Patience bounds how long the drain waits for a job to finish (0: from the horizon).
+	Patience time.Duration
+	// External: the handler writes its business effect to the run's HTTP destination (one
+	// that applies every call: a destination with no fencing), where it cannot commit with the
+	// completion; ByKey: it names the job there by the workload's key's number.
+	External, ByKey bool
 }
 
 // SQLTarget deploys a queue folder of SQL with the core module's SQL worker. lease is what

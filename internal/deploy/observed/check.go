@@ -34,16 +34,29 @@ type Finding struct {
 // OK reports whether every promise the queue makes held.
 func (v *Verdict) OK() bool { return v == nil || len(v.Findings) == 0 }
 
-// Horizon says how long after a claim the queue may take its job from the execution that
-// holds it: the lease a claim asks for, or the rescuer's horizon.
-type Horizon = time.Duration
+// Rules are what the checks of observed executions judge by: the queue's shape (what it
+// promises), the lease a claim holds (or the horizon before the queue may take a job from the
+// execution that holds it), the attempts its configuration allows, and each job's state at the
+// last snapshot.
+type Rules struct {
+	Shape       model.Shape
+	Lease       time.Duration
+	MaxAttempts int64
+	Final       map[int64]model.Row
+	// Done are the jobs done at the end: done in the last snapshot, or gone from it where
+	// the queue deletes done jobs.
+	Done []int64
+}
 
-// Check judges observed executions against the queue's shape: two executions of one job
-// overlapping while the first's lease was certainly live (property 2), and each job's business
-// effects (property 16: one per done job where the queue counts them). Windows are used as
-// every mode uses them: an execution's claim lies between its claimed and start readings, so
-// its lease ends no earlier than claimed+lease; only what is certain on those windows counts.
-func (b *Builder) Check(shape model.Shape, lease Horizon, done map[int64]bool) *Verdict {
+// Check judges observed executions, job by job: two executions of one job overlapping while
+// the first's lease was certainly live (property 2); a completion accepted from an execution
+// whose job another execution had begun since (property 1); an execution beyond the attempts
+// allowed, or a job buried before them (property 12); an execution begun before its job's
+// run-at time (property 14); a done job's business effects, one (property 16), where the queue
+// counts them. Windows are used as every mode uses them: an execution's claim lies between its
+// claimed and start readings, so its lease ends no earlier than claimed+lease; only what is
+// certain on those windows counts.
+func (b *Builder) Check(r Rules) *Verdict {
 	execs := b.Executions()
 	v := &Verdict{Executions: len(execs), Effects: -1, LastSeen: map[int64]string{}}
 	byJob := map[int64][]Execution{}
@@ -55,27 +68,110 @@ func (b *Builder) Check(shape model.Shape, lease Horizon, done map[int64]bool) *
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	enq := b.enqueues()
 	for _, id := range ids {
-		if f := b.overlap(byJob[id], lease); f != nil {
-			v.add(shape, f)
+		for _, f := range []*Finding{b.overlap(byJob[id], r), b.stale(id, byJob[id]), b.attempts(id, byJob[id], r), b.early(id, byJob[id], enq[id])} {
+			if f != nil {
+				v.add(r.Shape, f)
+			}
 		}
 	}
-	if b.Effects != nil {
-		v.Effects = 0
-		for _, n := range b.Effects {
+	for _, table := range []struct {
+		counts map[int64]int64
+		p      model.Property
+	}{{b.Effects, model.PEffects}, {b.External, model.PExternal}} {
+		if table.counts == nil {
+			continue
+		}
+		v.Effects = max(v.Effects, 0)
+		for _, n := range table.counts {
 			v.Effects += n
 		}
-		for id := range done {
-			if f := b.effects(id, b.Effects[id], byJob[id]); f != nil {
-				v.add(shape, f)
+		for _, id := range r.Done {
+			if f := b.effects(id, table.counts[id], byJob[id], table.p); f != nil {
+				// A destination that applies every call fences nothing: a duplicate there is
+				// measured, as a queue that promises at least once does; a lost one is not.
+				f.Violation.NotPromised = table.p == model.PExternal && table.counts[id] > 1
+				v.add(r.Shape, f)
 			}
 		}
 	}
 	return v
 }
 
+// enqueued is a job's acknowledged enqueue: when it ran, and the run-at delay it asked for.
+type enqueued struct {
+	at    model.Window
+	delay time.Duration
+}
+
+func (b *Builder) enqueues() map[int64]enqueued {
+	out := map[int64]enqueued{}
+	for _, p := range b.ops {
+		o := p.op
+		if o.Input.Kind == model.OpEnqueue && o.Output.Outcome == model.Returned {
+			out[o.Output.Job] = enqueued{o.Input.At, o.Input.Delay}
+		}
+	}
+	return out
+}
+
+// stale finds a completion accepted from an execution of the job after another execution of
+// it had certainly begun: the earlier one's claim was no longer current.
+func (b *Builder) stale(id int64, execs []Execution) *Finding {
+	for _, p := range b.ops {
+		o := p.op
+		if o.Input.Kind != model.OpComplete || o.Input.Job != id || o.Output.Outcome != model.Returned || o.Output.Rows != 1 {
+			continue
+		}
+		for _, e := range execs {
+			if e.Gen > o.Input.Gen && e.Life != p.life && b.sinceMicros(e.Start) < o.Input.At.From {
+				return &Finding{Job: id, At: o.Input.At.To, Violation: model.Violate(model.PFencing,
+					"job %d: a completion by attempt %d (%s) was accepted at %s, after %s had begun at %s: a stale execution completed the job",
+					id, o.Input.Gen, p.life, o.Input.At, e, model.Stamp(b.sinceMicros(e.Start)))}
+			}
+		}
+	}
+	return nil
+}
+
+// attempts finds an execution beyond the attempts the queue's configuration allows, or a job
+// buried (dead) before them with no execution of it failing for good.
+func (b *Builder) attempts(id int64, execs []Execution, r Rules) *Finding {
+	if r.MaxAttempts <= 0 {
+		return nil
+	}
+	for _, e := range execs {
+		if e.Gen > r.MaxAttempts {
+			return &Finding{Job: id, At: b.sinceMicros(e.Start), Violation: model.Violate(model.PRetries,
+				"job %d: %s began, and the queue's configuration allows %d attempts", id, e, r.MaxAttempts)}
+		}
+	}
+	if row, ok := r.Final[id]; ok && row.State == model.Dead && row.Attempts < r.MaxAttempts {
+		return &Finding{Job: id, Violation: model.Violate(model.PRetries,
+			"job %d is dead after %d attempts, and the queue's configuration allows %d", id, row.Attempts, r.MaxAttempts)}
+	}
+	return nil
+}
+
+// early finds an execution that certainly began before its job's run-at time: the enqueue's
+// window shifted by the delay it asked for.
+func (b *Builder) early(id int64, execs []Execution, enq enqueued) *Finding {
+	if enq.delay <= 0 {
+		return nil
+	}
+	due := enq.at.Shift(enq.delay)
+	for _, e := range execs {
+		if start := b.sinceMicros(e.Start); start < due.From {
+			return &Finding{Job: id, At: start, Violation: model.Violate(model.PScheduling,
+				"job %d was enqueued at %s to run %v later, and %s began at %s, before its time (%s)", id, enq.at, enq.delay, e, model.Stamp(start), due)}
+		}
+	}
+	return nil
+}
+
 func (v *Verdict) add(shape model.Shape, f *Finding) {
-	if !shape.Promised(f.Violation.Property) {
+	if f.Violation.NotPromised || !shape.Promised(f.Violation.Property) {
 		f.Violation.NotPromised = true
 		v.NotPromised = append(v.NotPromised, f)
 		return
@@ -86,12 +182,18 @@ func (v *Verdict) add(shape model.Shape, f *Finding) {
 // overlap finds the first pair of a job's executions (in the order they began) where the later
 // one's claim certainly came while the earlier one's lease was live and the earlier one had
 // not certainly ended it.
-func (b *Builder) overlap(execs []Execution, lease time.Duration) *Finding {
+func (b *Builder) overlap(execs []Execution, r Rules) *Finding {
 	for i, e1 := range execs {
-		if e1.Claimed == 0 {
-			continue // when its claim ran is not known: its lease's end is not either
+		var liveUntil time.Duration
+		switch {
+		case r.Shape.TxBound && e1.End > 0 && (e1.Result == protocol.ResultDone || e1.Result == protocol.ResultRefused):
+			// The claim is the execution's transaction, open until it finished.
+			liveUntil = b.sinceMicros(e1.End)
+		case r.Shape.TxBound || e1.Claimed == 0:
+			continue // when its claim ended (or ran) is not known: nor is its lease's end
+		default:
+			liveUntil = b.sinceMicros(e1.Claimed) + r.Lease
 		}
-		liveUntil := b.sinceMicros(e1.Claimed) + lease
 		for _, e2 := range execs[i+1:] {
 			claimEnd := b.sinceMicros(e2.Start)
 			if claimEnd >= liveUntil {
@@ -113,7 +215,7 @@ func (b *Builder) overlap(execs []Execution, lease time.Duration) *Finding {
 }
 
 // effects judges a done job's business effects: exactly one.
-func (b *Builder) effects(id, n int64, execs []Execution) *Finding {
+func (b *Builder) effects(id, n int64, execs []Execution, p model.Property) *Finding {
 	if n == 1 {
 		return nil
 	}
@@ -127,8 +229,12 @@ func (b *Builder) effects(id, n int64, execs []Execution) *Finding {
 	if n > 1 {
 		what = "duplicated"
 	}
-	return &Finding{Job: id, At: last, Violation: model.Violate(model.PEffects,
-		"job %d is done, and the business table holds %d effects of it (%s) after %d executions", id, n, what, len(execs))}
+	where := "the business table"
+	if p == model.PExternal {
+		where = "the destination"
+	}
+	return &Finding{Job: id, At: last, Violation: model.Violate(p,
+		"job %d is done, and %s holds %d effects of it (%s) after %d executions", id, where, n, what, len(execs))}
 }
 
 // Where says where a job was last seen: its last execution, and whether it ever ended.

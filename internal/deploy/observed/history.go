@@ -11,6 +11,7 @@
 package observed
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -31,12 +32,18 @@ type Builder struct {
 	// Lease is the lease each claim asked for (or the horizon past which the queue may take a
 	// job from a worker that holds it).
 	Lease time.Duration
+	// TxBound: a claim is the transaction its worker holds open (gue's): an execution that
+	// did not finish ends its claim when that transaction ends.
+	TxBound bool
 
 	// Effects are the business effects of each job the last snapshot counted (nil: the
-	// queue counts none).
-	Effects map[int64]int64
+	// queue counts none); External, those the run's HTTP destination applied (nil: none was
+	// called), which applies every call.
+	Effects, External map[int64]int64
 
 	ops      []pending
+	ids      map[string]int64 // a queue's own ids, numbered
+	keys     map[string]int64 // the workload's keys, by the job their enqueue returned
 	faults   []history.Fault
 	findings []*model.Violation
 	execs    []Execution
@@ -101,6 +108,7 @@ func (b *Builder) Finding(v *model.Violation) { b.findings = append(b.findings, 
 // Worker adds one worker life's events: the statements it reported (each a send and its
 // answer; a send without one is an operation whose outcome is unknown) and its executions.
 func (b *Builder) Worker(life string, events []protocol.Event) {
+	events = apart(b.numbered(events))
 	sends := map[int64]protocol.Event{}
 	var order []int64
 	for _, e := range events {
@@ -125,12 +133,133 @@ func (b *Builder) Worker(life string, events []protocol.Event) {
 			b.statement(life, s, &e)
 		}
 	}
+	claims := false
 	for _, seq := range order {
 		if s, ok := sends[seq]; ok {
 			b.statement(life, s, nil)
 		}
 	}
-	b.execs = append(b.execs, executions(life, events)...)
+	for _, e := range events {
+		claims = claims || e.Ev == protocol.EvSend && e.Op == protocol.OpClaim
+	}
+	execs := executions(life, events)
+	if !claims {
+		b.claimsOf(life, execs)
+	}
+	b.execs = append(b.execs, execs...)
+}
+
+// apart tells apart a worker's executions of one job that its queue gave the same attempt
+// (gue and neoq count failures, so an execution cut short counts nothing): a later one's
+// attempt, in its events from its start on, is made unique beyond any attempt a queue gives
+// (the suite numbers such a queue's executions itself, so only telling them apart matters).
+func apart(events []protocol.Event) []protocol.Event {
+	const beyond = 1 << 40
+	started := map[[2]int64]int64{}
+	current := map[[2]int64]int64{}
+	for i, e := range events {
+		if e.Job == 0 || e.Gen == 0 && e.Ev != protocol.EvStart {
+			continue
+		}
+		k := [2]int64{e.Job, e.Gen}
+		if e.Ev == protocol.EvStart {
+			if n := started[k]; n > 0 {
+				current[k] = e.Gen + n*beyond
+			}
+			started[k]++
+		}
+		if g, ok := current[k]; ok {
+			events[i].Gen = g
+		}
+	}
+	return events
+}
+
+// claimsOf adds the claims of a worker that reports executions, not its claims (a library
+// whose fetch is its own): each execution's claim ran between the time it was handed out
+// (the library's attempted_at, else the run's start) and its start. An execution that failed
+// or was cancelled ends its claim at an unknown time after its end, as the library's executor
+// releases the job (by id, whoever holds it: its write is not fenced).
+func (b *Builder) claimsOf(life string, execs []Execution) {
+	for _, e := range execs {
+		// A start whose clock reading failed is bounded by the end's: the claim came before.
+		to := b.sinceMicros(e.Start)
+		if to == model.Never {
+			to = b.sinceMicros(e.End)
+		}
+		in := model.Input{Kind: model.OpClaim, Lease: b.Lease, At: window(b.sinceMicros(e.Claimed), to, 0)}
+		out := model.Output{Found: true, Job: e.Job, Gen: e.Gen}
+		if in.At.To == model.Never {
+			out = model.Output{Outcome: model.Unknown}
+		}
+		b.ops = append(b.ops, pending{op: history.Op{Session: life, Input: in, Output: out}, life: life})
+		done := e.End > 0 && (e.Result == protocol.ResultDone || e.Result == protocol.ResultRefused)
+		switch {
+		case b.TxBound && !done:
+			// The claim is its transaction, which ended when the execution did not finish it
+			// (its process killed, its connection cut, its commit failed): when, is not known.
+			at := model.Window{From: in.At.From, To: model.Never}
+			b.ops = append(b.ops, pending{op: history.Op{Session: life, Input: model.Input{Kind: model.OpExpire, Job: e.Job, Gen: e.Gen, At: at},
+				Output: model.Output{Outcome: model.Unknown}}, life: life})
+		case !b.TxBound && e.End > 0 && (e.Result == protocol.ResultFailed || e.Result == protocol.ResultCancelled):
+			at := model.Window{From: window(b.sinceMicros(e.End), model.Never, in.At.From).From, To: model.Never}
+			b.ops = append(b.ops, pending{op: history.Op{Session: life, Input: model.Input{Kind: model.OpExpire, Job: e.Job, At: at},
+				Output: model.Output{Outcome: model.Unknown}}, life: life})
+		}
+	}
+}
+
+// numbered gives the events that name a job by an id of the queue's own (not a number) the
+// job's number: in the order the ids are first seen, so that, the enqueuer's events read
+// first, jobs are numbered in enqueue order.
+func (b *Builder) numbered(events []protocol.Event) []protocol.Event {
+	out := make([]protocol.Event, len(events))
+	for i, e := range events {
+		if e.Key != "" && e.ID == "" {
+			if n, ok := b.keys[e.Key]; ok {
+				e.Job = n
+			} else {
+				e.ID = "key " + e.Key // a job whose enqueue's answer never came: a number of its own
+			}
+		}
+		if e.ID != "" {
+			if b.ids == nil {
+				b.ids = map[string]int64{}
+			}
+			n, ok := b.ids[e.ID]
+			if !ok {
+				n = int64(len(b.ids) + 1)
+				b.ids[e.ID] = n
+			}
+			e.Job = n
+		}
+		if e.Ev == protocol.EvAnswer && e.Op == protocol.OpEnqueue && e.Job != 0 {
+			if b.keys == nil {
+				b.keys = map[string]int64{}
+			}
+			b.keys[keyOf(e)] = e.Job
+		}
+		out[i] = e
+	}
+	return out
+}
+
+// keyOf is the workload's key an enqueue's answer carries, in its payload or as its key.
+func keyOf(e protocol.Event) string {
+	if e.Key != "" {
+		return e.Key
+	}
+	var p struct {
+		Key string `json:"key"`
+	}
+	_ = json.Unmarshal([]byte(e.Payload), &p)
+	return p.Key
+}
+
+// JobOfKey is the job the workload's key names, where its enqueue was acknowledged.
+func (b *Builder) JobOfKey(key string) (int64, bool) {
+	n, ok := b.keys[key]
+	return n, ok
 }
 
 // observe adds one job's row as a snapshot read it.
@@ -161,7 +290,7 @@ func (b *Builder) statement(life string, send protocol.Event, ans *protocol.Even
 	case protocol.OpFail:
 		in.Kind = model.OpFail
 	case protocol.OpEnqueue:
-		in = model.Input{Kind: model.OpEnqueue, Payload: send.Payload}
+		in = model.Input{Kind: model.OpEnqueue, Payload: send.Payload, Delay: time.Duration(send.DelayMS) * time.Millisecond}
 	default:
 		b.Finding(model.Violate(model.PNoErrors, "worker %s reported a statement %q, which the protocol does not know", life, send.Op))
 		return
@@ -172,6 +301,12 @@ func (b *Builder) statement(life string, send protocol.Event, ans *protocol.Even
 		out.Outcome = model.Unknown
 		if ans != nil && ans.From > 0 {
 			at.From = b.sinceMicros(ans.From)
+		}
+	case ans.Unsent:
+		out = model.Output{Outcome: model.NotSent, Err: ans.Err}
+		at = window(b.sinceMicros(ans.From), b.sinceMicros(ans.To), floor)
+		if at.To == model.Never {
+			at.To = at.From
 		}
 	case ans.Err != "" && in.Kind == model.OpClaim && ans.Rows > 1:
 		// A claim that returned several rows took them all: its outcome is no single answer.
@@ -206,6 +341,9 @@ func (b *Builder) statement(life string, send protocol.Event, ans *protocol.Even
 func (b *Builder) History(queue string, shape model.Shape) *history.History {
 	ops := make([]pending, len(b.ops))
 	copy(ops, b.ops)
+	if shape.NoGeneration {
+		b.renumber(ops)
+	}
 	for i := range ops {
 		o := &ops[i].op
 		o.Call = int64(o.Input.At.From)
@@ -260,6 +398,42 @@ func (b *Builder) History(queue string, shape model.Shape) *history.History {
 		Findings: append([]*model.Violation(nil), b.findings...),
 		Ops:      out,
 		Faults:   append([]history.Fault(nil), b.faults...),
+	}
+}
+
+// renumber numbers each job's claims in the order their executions began, as the suite numbers
+// the claims of a queue that declares no generation counter: the library's own attempt counter
+// also counts fetches no handler began (a worker killed with jobs it had fetched), which the
+// workers never report. Completions present their execution's number; an observation shows
+// how many claims of the job were seen.
+func (b *Builder) renumber(ops []pending) {
+	type key struct {
+		life     string
+		job, gen int64
+	}
+	number := map[key]int64{}
+	seen := map[int64]int64{}
+	for _, e := range b.Executions() {
+		k := key{e.Life, e.Job, e.Gen}
+		if _, ok := number[k]; !ok {
+			seen[e.Job]++
+			number[k] = seen[e.Job]
+		}
+	}
+	for i := range ops {
+		o := &ops[i].op
+		switch o.Input.Kind {
+		case model.OpClaim:
+			if n, ok := number[key{ops[i].life, o.Output.Job, o.Output.Gen}]; ok && o.Output.Found {
+				o.Output.Gen = n
+			}
+		case model.OpComplete, model.OpExpire:
+			if n, ok := number[key{ops[i].life, o.Input.Job, o.Input.Gen}]; ok && o.Input.Gen != 0 {
+				o.Input.Gen = n
+			}
+		case model.OpObserve:
+			o.Output.Gen = seen[o.Input.Job]
+		}
 	}
 }
 

@@ -102,11 +102,51 @@ func TestUnansweredStatementIsUnknown(t *testing.T) {
 func TestOverlapIsExclusion(t *testing.T) {
 	enq, w1, w2, snap := stale(0)
 	b := build(enq, w1, w2, snap)
-	if v := b.Check(model.Shape{}, 100*time.Millisecond, nil); !v.OK() {
+	if v := b.Check(Rules{Lease: 100 * time.Millisecond}); !v.OK() {
 		t.Fatalf("executions 190 ms apart with a 100 ms lease: %+v", v.Findings[0].Violation)
 	}
-	v := b.Check(model.Shape{}, time.Second, nil)
+	v := b.Check(Rules{Lease: time.Second})
 	if v.OK() || v.Findings[0].Violation.Property != model.PExclusion || v.Findings[0].Job != 1 {
 		t.Fatalf("executions 190 ms apart with a 1 s lease held: %+v", v)
+	}
+}
+
+// TestRunAtAndAttempts: an execution begun before its job's run-at time breaks property 14,
+// one beyond the attempts allowed property 12; within both, they hold.
+func TestRunAtAndAttempts(t *testing.T) {
+	events := func(startMS, attempt int64) []protocol.Event {
+		return []protocol.Event{
+			{Ev: protocol.EvSend, Seq: 1, Op: protocol.OpEnqueue, DelayMS: 100},
+			{Ev: protocol.EvAnswer, Seq: 1, Op: protocol.OpEnqueue, From: at(0), To: at(1), Job: 1},
+		}
+	}
+	for _, c := range []struct {
+		start, attempt int64
+		want           model.Property
+	}{{50, 1, model.PScheduling}, {150, 1, -1}, {150, 3, model.PRetries}} {
+		b := &Builder{Origin: origin, Lease: time.Second}
+		b.Worker("enqueuer", events(c.start, c.attempt))
+		b.Worker("w1", []protocol.Event{{Ev: protocol.EvStart, Job: 1, Gen: c.attempt, At: at(c.start), Claimed: at(c.start - 1)}})
+		v := b.Check(Rules{Lease: time.Second, MaxAttempts: 2})
+		switch {
+		case c.want < 0 && !v.OK():
+			t.Errorf("an execution at +%dms, attempt %d, of a job due at +100ms with 2 attempts: %v", c.start, c.attempt, v.Findings[0].Violation)
+		case c.want >= 0 && (v.OK() || v.Findings[0].Violation.Property != c.want):
+			t.Errorf("an execution at +%dms, attempt %d: %+v; want property %d", c.start, c.attempt, v.Findings, c.want)
+		}
+	}
+}
+
+// TestApart: a worker's two executions of one job that its queue gave the same attempt are
+// two executions, each with its own claim, completed by its own completion.
+func TestApart(t *testing.T) {
+	evs := apart([]protocol.Event{
+		{Ev: protocol.EvStart, Job: 4, Gen: 1, At: at(10)},
+		{Ev: protocol.EvEnd, Job: 4, Gen: 1, At: at(20), Result: protocol.ResultFailed},
+		{Ev: protocol.EvStart, Job: 4, Gen: 1, At: at(30)},
+		{Ev: protocol.EvSend, Seq: 1, Op: protocol.OpComplete, Job: 4, Gen: 1},
+	})
+	if evs[0].Gen != 1 || evs[2].Gen == 1 || evs[3].Gen != evs[2].Gen {
+		t.Fatalf("attempts %d, %d, %d: the second execution and its completion must share an attempt of their own", evs[0].Gen, evs[2].Gen, evs[3].Gen)
 	}
 }

@@ -65,6 +65,12 @@ func (l *Log) Send(op string, job, gen int64) (int64, error) {
 	return seq, l.write(Event{Ev: EvSend, Seq: seq, Op: op, Job: job, Gen: gen, Floor: l.floor.Load()})
 }
 
+// SendEnqueue records that an enqueue of payload, due delay after it runs, is about to be sent.
+func (l *Log) SendEnqueue(payload string, delay time.Duration) (int64, error) {
+	seq := l.seq.Add(1)
+	return seq, l.write(Event{Ev: EvSend, Seq: seq, Op: OpEnqueue, Payload: payload, DelayMS: delay.Milliseconds(), Floor: l.floor.Load()})
+}
+
 // Answer records a statement's answer: e carries what came back; its Ev, Seq and Op are set
 // here. Its readings become the floor of later sends.
 func (l *Log) Answer(seq int64, op string, e Event) error {
@@ -93,3 +99,36 @@ func (l *Log) End(job, gen int64, at time.Time, result string) error {
 
 // Event writes any other event (an observation, an effects count) as it is.
 func (l *Log) Event(e Event) error { return l.write(e) }
+
+// SendID, StartID and EndID are Send, Start and End for a queue whose ids are not numbers.
+func (l *Log) SendID(op, id string, gen int64) (int64, error) {
+	seq := l.seq.Add(1)
+	return seq, l.write(Event{Ev: EvSend, Seq: seq, Op: op, ID: id, Gen: gen, Floor: l.floor.Load()})
+}
+
+func (l *Log) StartID(id string, gen int64, at, claimed time.Time) error {
+	l.Saw(at)
+	return l.write(Event{Ev: EvStart, ID: id, Gen: gen, At: Micros(at), Claimed: Micros(claimed)})
+}
+
+func (l *Log) EndID(id string, gen int64, at time.Time, result string) error {
+	l.Saw(at)
+	return l.write(Event{Ev: EvEnd, ID: id, Gen: gen, At: Micros(at), Result: result})
+}
+
+// SendKey, StartKey and EndKey are Send, Start and End for a worker that knows its job by the
+// workload's key alone.
+func (l *Log) SendKey(op, key string, gen int64) error {
+	seq := l.seq.Add(1)
+	return l.write(Event{Ev: EvSend, Seq: seq, Op: op, Key: key, Gen: gen, Floor: l.floor.Load()})
+}
+
+func (l *Log) StartKey(key string, gen int64, at time.Time) error {
+	l.Saw(at)
+	return l.write(Event{Ev: EvStart, Key: key, Gen: gen, At: Micros(at)})
+}
+
+func (l *Log) EndKey(key string, gen int64, at time.Time, result string) error {
+	l.Saw(at)
+	return l.write(Event{Ev: EvEnd, Key: key, Gen: gen, At: Micros(at), Result: result})
+}

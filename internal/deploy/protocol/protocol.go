@@ -47,6 +47,9 @@ type Config struct {
 	// IgnoreContext: the handler works on after its library cancels its context (a job
 	// timeout, a shutdown), as a handler that never looks at its context does.
 	IgnoreContext bool `json:"ignore_context,omitempty"`
+	// EffectURL is the run's HTTP destination of business effects (internal/effectdest), for
+	// a worker whose effect cannot commit with its completion.
+	EffectURL string `json:"effect_url,omitempty"`
 	// Settings are the library's own settings as the deployment names them (River's
 	// rescue_after_ms, job_timeout_ms, max_attempts, ...).
 	Settings map[string]int64 `json:"settings,omitempty"`
@@ -213,6 +216,13 @@ type Event struct {
 	Seq int64  `json:"seq,omitempty"`
 	Op  string `json:"op,omitempty"`
 	Job int64  `json:"job,omitempty"`
+	// ID is the job's id where the queue's ids are not numbers (gue's ULIDs), in place of Job:
+	// the history numbers them in the order they are first seen.
+	ID string `json:"id,omitempty"`
+	// Key is the workload's key of the job, where the worker is handed neither its id nor its
+	// number (goqite's job functions get the message's body alone): the history finds the job
+	// by the key its enqueue carried.
+	Key string `json:"key,omitempty"`
 	// Gen is the generation a claim returned or a completion presented, or the attempt the
 	// queue gave an execution (start, end).
 	Gen int64 `json:"gen,omitempty"`
@@ -228,8 +238,13 @@ type Event struct {
 	Rows  int64  `json:"rows,omitempty"`
 	Err   string `json:"err,omitempty"`
 	Lost  bool   `json:"lost,omitempty"`
-	// Payload is an enqueue's payload (its key, for the reader).
+	// Unsent: the statement never reached the server (its transaction failed before it, its
+	// context ended first): it took no effect, and Err says why.
+	Unsent bool `json:"unsent,omitempty"`
+	// Payload is an enqueue's payload (its key, for the reader), and DelayMS the run-at delay
+	// it asks for (send).
 	Payload string `json:"payload,omitempty"`
+	DelayMS int64  `json:"delay_ms,omitempty"`
 	// At (start, end) is clock_timestamp() read when the handler began or returned; Claimed
 	// (start) a database time no later than the claim that handed the job out, where the
 	// worker knows one (the library's attempted_at).

@@ -59,8 +59,8 @@ func enqueue(ctx context.Context, c *conn) error {
 			return err
 		}
 		payload := j.Payload()
-		seq, _ := c.log.Send(protocol.OpEnqueue, 0, 0)
 		delay := time.Duration(j.DelayMS) * time.Millisecond
+		seq, _ := c.log.SendEnqueue(payload, delay)
 		id, clk, err := c.sess.EnqueueAt(context.Background(), payload, delay)
 		ans := c.answer(clk, err)
 		ans.Job, ans.Payload = id, payload
