@@ -1,0 +1,19 @@
+module github.com/pgqcheck/pgqcheck/adapters/goqite
+
+go 1.26.8
+
+replace github.com/pgqcheck/pgqcheck => ../../
+
+require (
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/pgqcheck/pgqcheck v0.0.0
+	maragu.dev/goqite v0.4.0
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)
