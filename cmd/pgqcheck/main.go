@@ -56,6 +56,7 @@ func init() {
 		{"mutants", "[--dir testdata/mutants] [--run REGEXP] [--budget 1m]", "prove the suite catches every mutant and passes every correct built-in queue", runMutants, mutantsDetails},
 		{"report", "FILE... | -merge OUT.json FILE...", "print the summary of saved run reports, or merge shard reports", runReport, reportDetails},
 		{"matrix", "[--servers IMAGE,...] [--duration 20s] [--out matrix.md]", "run the walkthrough, each built-in queue's verdict and the kill table on several PostgreSQL versions", runMatrix, matrixDetails},
+		{"deploy", deployArgs, "judge a queue as it is deployed: real worker processes under stalls, kills, cuts and restarts", runDeploy, fmt.Sprintf(deployDetails, deployTargets())},
 	}
 }
 

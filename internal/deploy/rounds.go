@@ -253,4 +253,3 @@ func Replay(ctx context.Context, srv *pgserver.Server, path, reportDir string) (
 	return Run(ctx, Config{Server: srv, Target: t, Workers: s.Workers, Window: s.Window, WorkMS: s.WorkMS, Rate: s.Rate,
 		Seed: s.Seed, Schedule: sched, ReportDir: reportDir})
 }
-
