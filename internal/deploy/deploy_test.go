@@ -215,3 +215,38 @@ func (l tlog) Write(b []byte) (int, error) {
 	l.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
 }
+
+// TestDeployPython runs the seed's queue with workers in a second language (Python, psycopg 3)
+// under stalls, kills and cuts: the same protocol, the same checks, and it holds; the unfenced
+// mutant's completion, run by the same Python workers, is caught.
+func TestDeployPython(t *testing.T) {
+	python, err := FindPython()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skipf("%v (CI=true makes this a failure)", err)
+	}
+	tg, err := Python(python)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runOne(t, Config{Target: tg, Faults: []FaultKind{Stall, Kill, Cut}, Seed: 1})
+	if !res.OK() {
+		t.Fatalf("the seed queue with Python workers failed: %s", res.FirstText())
+	}
+	if res.Executions <= res.Enqueued || res.Enqueued == 0 {
+		t.Errorf("%d executions of %d jobs: the Python workers ran nothing a fault took from them", res.Executions, res.Enqueued)
+	}
+	m := suttest.Mutant(t, "complete-ignores-generation")
+	tg.Queue, tg.Name = m.Dir, "python-"+m.Name
+	for seed := uint64(1); seed <= 3; seed++ {
+		if res := runOne(t, Config{Target: tg, Faults: []FaultKind{Stall}, Seed: seed}); !res.OK() {
+			if v := res.Verdict.Violation; v == nil || v.Property != model.PFencing {
+				t.Fatalf("caught, but not as property 1: %s", res.FirstText())
+			}
+			return
+		}
+	}
+	t.Fatalf("the unfenced completion survived three runs of Python workers under stalls")
+}

@@ -2,11 +2,15 @@ package deploy
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/pgqcheck/pgqcheck/internal/modroot"
 	"github.com/pgqcheck/pgqcheck/model"
+	"github.com/pgqcheck/pgqcheck/sut"
 )
 
 // River's horizons, from its source (v0.47.0 to v0.51.2): a stuck job is one whose attempt
@@ -122,4 +126,35 @@ func Libraries() []string {
 		names = append(names, t.Name)
 	}
 	return names
+}
+
+// Python is the seed's queue, its workers the Python worker (adapters/python/sqlworker.py,
+// run by python, an interpreter with psycopg 3), the other roles the Go SQL worker's: a worker
+// in a second language, judged by the same protocol.
+func Python(python string) (Target, error) {
+	root, ok := modroot.Here()
+	if !ok {
+		return Target{}, fmt.Errorf("pgqcheck: the Python worker is run from the pgqcheck module's source, and the working directory is not inside it")
+	}
+	q, err := sut.LoadDir(filepath.Join(root, "sut", "queues", "seed"))
+	if err != nil {
+		return Target{}, err
+	}
+	t, err := SQLTarget(q, time.Second)
+	if err != nil {
+		return t, err
+	}
+	t.Name, t.Source = "python", "the seed's queue, worked by the Python worker (adapters/python/sqlworker.py, psycopg 3)"
+	t.WorkCommand = []string{python, filepath.Join(root, "adapters", "python", "sqlworker.py")}
+	return t, nil
+}
+
+// FindPython is the first interpreter that imports psycopg: Debian's, then python3 on PATH.
+func FindPython() (string, error) {
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import psycopg").Run() == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("pgqcheck: the Python worker needs python3 with psycopg 3; install it (Debian: apt-get install python3-psycopg)")
 }

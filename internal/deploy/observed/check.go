@@ -179,39 +179,51 @@ func (v *Verdict) add(shape model.Shape, f *Finding) {
 	v.Findings = append(v.Findings, f)
 }
 
-// overlap finds the first pair of a job's executions (in the order they began) where the later
-// one's claim certainly came while the earlier one's lease was live and the earlier one had
-// not certainly ended it.
+// overlap finds the first pair of a job's executions where one's claim certainly came while
+// the other's lease was live and the other had not certainly ended it: the later claim certainly
+// began after the earlier had returned, and ended before the earlier's lease could have. Where
+// a claim is its transaction (gue, neoq), two executions that both completed held the job's lock
+// from before their starts to their ends: if those spans overlap, so did the locks.
 func (b *Builder) overlap(execs []Execution, r Rules) *Finding {
 	for i, e1 := range execs {
-		var liveUntil time.Duration
-		switch {
-		case r.Shape.TxBound && e1.End > 0 && (e1.Result == protocol.ResultDone || e1.Result == protocol.ResultRefused):
-			// The claim is the execution's transaction, open until it finished.
-			liveUntil = b.sinceMicros(e1.End)
-		case r.Shape.TxBound || e1.Claimed == 0:
-			continue // when its claim ended (or ran) is not known: nor is its lease's end
-		default:
-			liveUntil = b.sinceMicros(e1.Claimed) + r.Lease
-		}
 		for _, e2 := range execs[i+1:] {
-			claimEnd := b.sinceMicros(e2.Start)
-			if claimEnd >= liveUntil {
-				break
+			if f := b.overlapping(e1, e2, r); f != nil {
+				return f
 			}
-			// An execution that finished or failed its job before the other's claim began
-			// ended its lease with it.
-			ended := e1.End > 0 && e2.Claimed > 0 && e1.End < e2.Claimed &&
-				(e1.Result == protocol.ResultDone || e1.Result == protocol.ResultFailed)
-			if ended || e2.Gen == e1.Gen {
-				continue
+			if f := b.overlapping(e2, e1, r); f != nil {
+				return f
 			}
-			return &Finding{Job: e1.Job, At: claimEnd, Violation: model.Violate(model.PExclusion,
-				"job %d: %s began at %s, while %s, which began at %s, held a lease live until at least %s",
-				e1.Job, e2, model.Stamp(claimEnd), e1, model.Stamp(b.sinceMicros(e1.Start)), model.Stamp(liveUntil))}
 		}
 	}
 	return nil
+}
+
+func done(e Execution) bool { return e.End > 0 && e.Result == protocol.ResultDone }
+
+// overlapping judges e2's claim against e1's lease.
+func (b *Builder) overlapping(e1, e2 Execution, r Rules) *Finding {
+	if r.Shape.TxBound {
+		if !done(e1) || !done(e2) || max(e1.Start, e2.Start) >= min(e1.End, e2.End) {
+			return nil
+		}
+		return &Finding{Job: e1.Job, At: b.sinceMicros(max(e1.Start, e2.Start)), Violation: model.Violate(model.PExclusion,
+			"job %d: %s ran from %s to %s, and %s from %s to %s: both completed, so both held the job's lock at once",
+			e1.Job, e1, model.Stamp(b.sinceMicros(e1.Start)), model.Stamp(b.sinceMicros(e1.End)), e2, model.Stamp(b.sinceMicros(e2.Start)), model.Stamp(b.sinceMicros(e2.End)))}
+	}
+	if e1.Claimed == 0 || e2.Claimed <= e1.Start {
+		return nil // which claim came first is not certain
+	}
+	liveUntil := b.sinceMicros(e1.Claimed) + r.Lease
+	claimEnd := b.sinceMicros(e2.Start)
+	// An execution that finished or failed its job before the other's claim began ended its
+	// lease with it.
+	ended := e1.End > 0 && e1.End < e2.Claimed && (e1.Result == protocol.ResultDone || e1.Result == protocol.ResultFailed)
+	if claimEnd >= liveUntil || ended {
+		return nil
+	}
+	return &Finding{Job: e1.Job, At: claimEnd, Violation: model.Violate(model.PExclusion,
+		"job %d: %s was claimed by %s, while %s, claimed at %s, held a lease live until at least %s",
+		e1.Job, e2, model.Stamp(claimEnd), e1, model.Stamp(b.sinceMicros(e1.Claimed)), model.Stamp(liveUntil))}
 }
 
 // effects judges a done job's business effects: exactly one.
