@@ -27,6 +27,10 @@ type Shape struct {
 	// TxBound: a claim's lease is the transaction it holds open; when that transaction ends
 	// without the completion (expired: aborted, its backend terminated) the job is ready again.
 	TxBound bool `json:"tx_bound,omitempty"`
+	// Waits: the queue's own steps may wait for a row lock another session holds (River's
+	// rescuer locks a stuck job's row): skip-don't-wait (property 5) is measured, and not
+	// promised.
+	Waits bool `json:"waits,omitempty"`
 	// Can is what the queue ships beyond the contract's core.
 	Can Can `json:"can,omitzero"`
 	// Life is how the rest of a job's life goes, where the queue ships it: failures, retries,
@@ -61,7 +65,13 @@ func deletedBack(s State) Property {
 
 // Promised reports whether the queue promises property p.
 func (sh Shape) Promised(p Property) bool {
-	return p != PFencing && p != PWriteFencing || !sh.Unfenced
+	switch p {
+	case PFencing, PWriteFencing:
+		return !sh.Unfenced
+	case PSkipLocked:
+		return !sh.Waits
+	}
+	return true
 }
 
 // Judged reports whether property p is judged on the queue at all: a queue without a

@@ -109,7 +109,11 @@ func Verdicts(tb testing.TB, name, version string, modes []string, seeds []uint6
 				}
 			}
 			for _, f := range rep.Failures {
-				add(f, campaign.StatusViolated)
+				status := campaign.StatusViolated
+				if !rep.Queue.Shape.Promised(f.Property) {
+					status = campaign.StatusNotPromised // measured: the queue declares it does not promise it
+				}
+				add(f, status)
 			}
 			for _, f := range rep.NotPromisedEach {
 				add(f, campaign.StatusNotPromised)

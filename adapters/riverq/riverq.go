@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -75,10 +76,12 @@ type Fetch func(ctx context.Context, exec riverdriver.Executor, params *riverdri
 // retried at the time its retry policy gives until its max attempts, then discarded, and a
 // cancelled one is not retried; a rescued job is retried or discarded the same way (the doc of
 // InsertOpts.MaxAttempts, ClientRetryPolicy and JobCancel); a job inserted with a scheduled
-// time is not worked before it (InsertOpts.ScheduledAt).
+// time is not worked before it (InsertOpts.ScheduledAt). River promises nothing of its own steps
+// waiting for a row lock (its rescuer's update of a stuck job waits for one a worker's
+// transaction holds): skip-don't-wait is measured, not promised.
 var Promises = sut.Declared{
 	Order: model.Any,
-	Shape: model.Shape{RescueOnly: true, Unfenced: true, Life: model.Lifecycle{
+	Shape: model.Shape{RescueOnly: true, Unfenced: true, Waits: true, Life: model.Lifecycle{
 		MaxAttempts: MaxAttempts, Backoff: Backoff, Factor: 2,
 		AttemptsAtClaim: true, LapsesCount: true, RescueBackoff: true}},
 	FixedLease:        Horizon,
@@ -86,7 +89,7 @@ var Promises = sut.Declared{
 }
 
 // Register registers River under "river-<version>", the version the calling module's go.mod
-// pins (the module's test checks the two agree).
+// pins (each version's module checks the two agree: TestRiverVersionsAgree, CheckVersions).
 func Register(version string, fetch Fetch) string {
 	name := "river-" + version
 	sut.Register(sut.GoDef{Name: name, Declared: Promises, New: func() sut.GoQueue { return New(fetch) }})
@@ -418,4 +421,30 @@ func (t openTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 }
 func (t openTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return t.c.QueryRow(ctx, sql, args...)
+}
+
+// riverModules are the River modules a registered version is built of: the client, its pgx
+// driver, the driver interface and the types, released together under one version.
+var riverModules = []string{"github.com/riverqueue/river", "github.com/riverqueue/river/riverdriver",
+	"github.com/riverqueue/river/riverdriver/riverpgxv5", "github.com/riverqueue/river/rivertype"}
+
+// CheckVersions reports, in one line, every River module the calling module selects at another
+// version than the one it registers (Register's version): a module whose go.mod pins the driver
+// at one River and the client at another would judge neither. It asks the go command, from
+// the working directory's module (a test's package folder), for the versions the build selects.
+func CheckVersions(version string) error {
+	out, err := exec.Command("go", append([]string{"list", "-m", "-f", "{{.Path}} {{.Version}}"}, riverModules...)...).Output()
+	if err != nil {
+		return fmt.Errorf("riverq: listing River's modules: %v", err)
+	}
+	var bad []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) != 2 || f[1] != version {
+			bad = append(bad, fmt.Sprintf("%s, registered as %s", line, version))
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New("riverq: " + strings.Join(bad, "; "))
+	}
+	return nil
 }

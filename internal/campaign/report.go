@@ -257,6 +257,10 @@ func (r *Report) fillProperties(checked []model.Property) {
 			if f.Property == p {
 				ps.Failures++
 				ps.Status = StatusViolated
+				// A promise the queue declares it does not make is measured, not broken.
+				if !r.Queue.Shape.Promised(p) {
+					ps.Status = StatusNotPromised
+				}
 			}
 		}
 		ps.Exercised, ps.ExercisedBy = exercised(p, r)
@@ -268,6 +272,9 @@ func (r *Report) fillProperties(checked []model.Property) {
 			ps.Exercised, ps.ExercisedBy = r.Counts.Duplicates, fmt.Sprintf("duplicate effects observed in %d calls (the destination neither fences nor deduplicates)", r.Counts.Calls)
 		case !sh.Judged(p):
 			ps.Status, ps.ExercisedBy = StatusNotJudged, ps.ExercisedBy+"; "+sh.NotJudged(p)
+		case p == model.PSkipLocked && !sh.Promised(p) && ps.Status != StatusNotChecked:
+			ps.Status = StatusNotPromised
+			ps.Exercised, ps.ExercisedBy = int64(ps.Failures), "waits for a row lock observed (the queue declares its own steps may wait for one)"
 		case !sh.Promised(p) && ps.Status != StatusViolated && ps.Status != StatusNotChecked:
 			ps.Status = StatusNotPromised
 			ps.Exercised, ps.ExercisedBy = r.Counts.NotPromised, verdict.NotPromisedWhat(p, int(r.Counts.NotPromised))+" observed (the queue declares it does not fence its workers' writes)"
@@ -292,8 +299,14 @@ func (r *Report) setClaimCost(c *plan.Report) {
 
 // decideVerdict sets the verdict from failures and harness errors.
 func (r *Report) decideVerdict() {
+	broken := 0
+	for _, f := range r.Failures {
+		if r.Queue.Shape.Promised(f.Property) {
+			broken++
+		}
+	}
 	switch {
-	case len(r.Failures) > 0:
+	case broken > 0:
 		r.Verdict = VerdictViolated
 	case len(r.HarnessErrors) > 0:
 		r.Verdict = VerdictError
