@@ -58,7 +58,8 @@ func (d doubling) NextRetry(job *rivertype.JobRow) time.Time {
 // handler is the user's worker: it works for the time the run's seed draws (on its context,
 // unless the deployment says it ignores it), fails the attempts the workload draws, then
 // writes the job's business effect and completes the job in one transaction (JobCompleteTx).
-// Whatever the completion said, it returns nil: the completion is its own.
+// A transaction that did not commit is the handler's error, so that River retries the job; one
+// that committed, or a job River says is no longer running, ends it with nil.
 type handler struct {
 	river.WorkerDefaults[Args]
 	p *program
@@ -111,7 +112,10 @@ func (h *handler) Work(ctx context.Context, job *river.Job[Args]) error {
 	}
 	_ = p.log.Answer(seq, protocol.OpComplete, ans)
 	_ = p.log.End(job.ID, attempt, to, result)
-	return nil
+	if result == protocol.ResultDone || result == protocol.ResultRefused {
+		return nil
+	}
+	return err
 }
 
 // complete writes the effect and completes the job in one transaction; ErrNotFound when
