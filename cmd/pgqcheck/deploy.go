@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"github.com/pgqcheck/pgqcheck/internal/deploy"
 )
 
-const deployArgs = "TARGET [--duration 2m] [--faults all] [--workers N] [--window W] [--seed S] [--report DIR] [--keep-going] [--shrink 5m] | --replay RUN.json"
+const deployArgs = "TARGET... [--duration 2m] [--faults all] [--workers N] [--window W] [--seed S] [--report DIR] [--keep-going] [--shrink 5m] [--table OUT.md --keep DIR] | --replay RUN.json"
 
 const deployDetails = `Judges a queue as it is deployed: its real workers in processes of their own, an enqueuer,
 and faults from outside: stall (SIGSTOP, then SIGCONT beyond the lease or rescue horizon),
@@ -18,14 +19,19 @@ fault proxy, and refused a while) and restart (the server killed and started aga
 fault times are drawn from the seed. What the workers report becomes the history every mode's
 checks read, and the checks of observed executions come on top (docs/deploy.md).
 
-TARGET is a queue library's deployment, or sql for a queue folder (--sql-dir, or --queue for a
-built-in): ` + "%s" + `.
+TARGET is a queue library's deployment, sql for a queue folder (--sql-dir, or --queue for a
+built-in), or python (the seed's queue worked by the Python worker): ` + "%s" + `.
 
 Runs follow each other, each with its own seed and database, until --duration is up (at least
 one), stopping at the first violation unless --keep-going; each prints one line, and the end a
 verdict table of all of them. A run's report folder holds its run.json, which --replay runs
 again (the same workload under the same fault schedule); --shrink looks for the fewest faults
 that still break the first violation's promise, each try a run of its own.
+
+Several targets run one after another, each with the same seed; --table writes their verdict
+table in markdown (faults injected, executions observed, effects counted, the properties broken
+and measured, the time to the first violation), and --keep copies each first violation's
+replay (run.json, deploy.txt, its timeline) into a folder of its own.
 
 Restart faults need a server this command owns (PGQCHECK_PG=local or docker); the worker
 programs are built from this checkout with the go command.
@@ -42,6 +48,8 @@ func runDeploy(c *cli, args []string) error {
 	keepGoing := fs.Bool("keep-going", false, "keep starting runs after a violation")
 	shrink := fs.Duration("shrink", 0, "time to spend shrinking the first violation's fault schedule (0: none)")
 	replay := fs.String("replay", "", "a run's run.json to run again, instead of TARGET")
+	tableOut := fs.String("table", "", "write the targets' verdict table, in markdown, to this file")
+	keep := fs.String("keep", "", "copy each first violation's replay (run.json, deploy.txt, timeline.html) into this folder")
 	var qf queueFlags
 	qf.add(fs)
 	pos, err := c.parse(fs, args)
@@ -54,13 +62,17 @@ func runDeploy(c *cli, args []string) error {
 		}
 		return c.deployReplay(*replay, *reportDir)
 	}
-	names := append([]string{"sql"}, deploy.Libraries()...)
-	if len(pos) != 1 {
-		return usageErrorf("deploy: name one target, one of %s (pgqcheck deploy -h)", strings.Join(names, ", "))
+	names := append([]string{"sql", "python"}, deploy.Libraries()...)
+	if len(pos) == 0 {
+		return usageErrorf("deploy: name a target, one of %s (pgqcheck deploy -h)", strings.Join(names, ", "))
 	}
-	target, err := c.deployTarget(pos[0], &qf)
-	if err != nil {
-		return err
+	var targets []deploy.Target
+	for _, name := range pos {
+		t, err := c.deployTarget(name, &qf)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, t)
 	}
 	faults, err := deploy.ParseFaults(*faultSpec)
 	if err != nil {
@@ -69,6 +81,11 @@ func runDeploy(c *cli, args []string) error {
 	if *duration < 0 || *window < 0 || *shrink < 0 || *workers < 0 {
 		return usageErrorf("deploy: --duration, --window, --shrink and --workers cannot be negative")
 	}
+	if *tableOut != "" {
+		if _, err := writableFile("deploy", "--table", *tableOut); err != nil {
+			return err
+		}
+	}
 	ctx := c.sig.soft
 	srv, err := c.startServerFor(ctx, slices.Contains(faults, deploy.Restart))
 	if err != nil {
@@ -76,21 +93,48 @@ func runDeploy(c *cli, args []string) error {
 	}
 	defer srv.Close()
 	s := randomSeed(*seed)
-	fmt.Fprintf(c.stdout, "pgqcheck deploy %s: seed %d, faults %s\n", target.Name, s, *faultSpec)
-	sum, err := deploy.RunRounds(ctx, deploy.Rounds{Server: srv, Target: target, Duration: *duration, Window: *window, Workers: *workers,
-		Faults: faults, Seed: s, KeepGoing: *keepGoing, ReportDir: *reportDir, Shrink: *shrink, Log: c.stdout})
-	if err != nil {
-		return interrupted(ctx, err)
+	var sums []*deploy.Summary
+	kept := map[string]string{}
+	for _, t := range targets {
+		fmt.Fprintf(c.stdout, "pgqcheck deploy %s: seed %d, faults %s\n", t.Name, s, *faultSpec)
+		sum, err := deploy.RunRounds(ctx, deploy.Rounds{Server: srv, Target: t, Duration: *duration, Window: *window, Workers: *workers,
+			Faults: faults, Seed: s, KeepGoing: *keepGoing, ReportDir: *reportDir, Shrink: *shrink, Log: c.stdout})
+		if err != nil {
+			return interrupted(ctx, err)
+		}
+		sum.Print(c.stdout)
+		fmt.Fprintln(c.stdout)
+		sums = append(sums, sum)
+		if *keep != "" {
+			if kept[t.Name], err = sum.Keep(*keep); err != nil {
+				return err
+			}
+		}
 	}
-	sum.Print(c.stdout)
-	if !sum.OK() {
-		return violated("")
+	if *tableOut != "" {
+		var b strings.Builder
+		deploy.Markdown(&b, sums, kept)
+		if err := os.WriteFile(*tableOut, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, sum := range sums {
+		if !sum.OK() {
+			return violated("")
+		}
 	}
 	return nil
 }
 
 // deployTarget is the target a command line names.
 func (c *cli) deployTarget(name string, qf *queueFlags) (deploy.Target, error) {
+	if name == "python" {
+		python, err := deploy.FindPython()
+		if err != nil {
+			return deploy.Target{}, err
+		}
+		return deploy.Python(python)
+	}
 	if name != "sql" {
 		if qf.sqlDir != "" || qf.name != "" {
 			return deploy.Target{}, usageErrorf("deploy: --sql-dir and --queue choose the queue of the sql target; %s runs its library's own", name)
@@ -142,5 +186,5 @@ func (c *cli) deployReplay(path, reportDir string) error {
 
 // deployTargets lists the targets, for -h.
 func deployTargets() string {
-	return strings.Join(append([]string{"sql"}, deploy.Libraries()...), ", ")
+	return strings.Join(append([]string{"sql", "python"}, deploy.Libraries()...), ", ")
 }

@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pgqcheck/pgqcheck/internal/modroot"
@@ -46,12 +48,37 @@ type Programs struct {
 
 // NewPrograms makes an empty folder of programs.
 func NewPrograms() (*Programs, error) {
-	dir, err := os.MkdirTemp("", "pgqcheck-deploy-bin-")
+	dir, err := scratchDir("pgqcheck-deploy-bin-")
 	if err != nil {
 		return nil, fmt.Errorf("pgqcheck: a folder for the worker programs: %v", err)
 	}
 	return &Programs{dir: dir, built: map[string]Built{}}, nil
 }
+
+// scratchDir makes a temporary folder that names its owner, after removing the folders of the
+// same kind whose owner is gone: a harness killed with SIGKILL cannot remove its own, and the
+// next run does.
+func scratchDir(prefix string) (string, error) {
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	for _, d := range old {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err == nil && pid > 0 && syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(d)
+		}
+	}
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+}
+
+// ownerFile names a scratch folder's owner process.
+const ownerFile = "owner.pid"
 
 // Close removes the programs.
 func (p *Programs) Close() error { return os.RemoveAll(p.dir) }

@@ -43,6 +43,10 @@ func wait(ctx context.Context, d time.Duration) {
 // one injects fault f and ends it.
 func (r *run) one(ctx context.Context, f Fault) error {
 	if f.Kind == Restart {
+		// One crash at a time: a restart drawn while the server is still coming back waits
+		// for it (the history records when each happened).
+		r.server.Lock()
+		defer r.server.Unlock()
 		at := r.dbNow()
 		if err := r.cfg.Crash.Crash(ctx); err != nil {
 			return fmt.Errorf("pgqcheck: fault %s: %v", f, err)

@@ -45,7 +45,8 @@ type run struct {
 	slots  []*slot
 	lives  []*life // every process started, in order
 	faults sync.WaitGroup
-	failed error // a fault that could not be injected
+	failed error      // a fault that could not be injected
+	server sync.Mutex // held while the server crashes and restarts
 }
 
 // life is one process of the run: a worker's life (w1, then w1/2 once it was killed and

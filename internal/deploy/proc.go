@@ -9,29 +9,27 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
 
 // proc is a worker process in a process group of its own, so that a stall, a kill or a stop
 // reaches whatever it started too. The kernel kills it if the harness dies (Pdeathsig), from
 // an OS thread kept for as long as it runs: Pdeathsig fires when the thread that started the
-// child exits, not the process.
+// child exits, not the process. That covers a harness killed with SIGKILL and one that exits
+// on an interrupt (a test binary's interrupt handler stops its servers and exits); a harness
+// that stops in order ends its runs, and each run kills what it started.
 type proc struct {
 	pid  int
 	done chan struct{}
 	err  error // how it ended, once done is closed
 }
 
-// live are the processes running now, which an interrupt of the harness kills.
+// live are the processes running now (what a test counts to find a run that left one).
 var live struct {
 	mu    sync.Mutex
 	procs map[*proc]bool
-	once  sync.Once
 }
 
 func startProc(path string, args, env []string, dir string, output io.Writer) (*proc, error) {
-	live.once.Do(func() { pgserver.OnInterrupt(killLive) })
 	p := &proc{done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
@@ -62,19 +60,6 @@ func startProc(path string, args, env []string, dir string, output io.Writer) (*
 		return nil, err
 	}
 	return p, nil
-}
-
-// killLive kills every running worker process, on an interrupt of the harness.
-func killLive() {
-	live.mu.Lock()
-	var ps []*proc
-	for p := range live.procs {
-		ps = append(ps, p)
-	}
-	live.mu.Unlock()
-	for _, p := range ps {
-		p.kill()
-	}
 }
 
 // exited reports whether the process has ended.

@@ -3,12 +3,16 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/pgqcheck/pgqcheck/internal/linear/report"
+	"github.com/pgqcheck/pgqcheck/internal/modroot"
 	"github.com/pgqcheck/pgqcheck/internal/verdict"
 	"github.com/pgqcheck/pgqcheck/model"
 	"github.com/pgqcheck/pgqcheck/sut"
@@ -220,17 +224,29 @@ func TargetOf(s Spec) (Target, error) {
 	if s.Queue == "" {
 		return Target{}, fmt.Errorf("the run names target %q, which is no library's and no queue's", s.Target)
 	}
+	dir := s.Queue
+	if root, ok := modroot.Here(); ok && !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
 	var q *sut.Queue
 	var err error
-	if fi, serr := os.Stat(s.Queue); serr == nil && fi.IsDir() {
-		q, err = sut.LoadDir(s.Queue)
+	if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
+		q, err = sut.LoadDir(dir)
 	} else {
 		q, err = sut.Builtin(s.Queue)
 	}
 	if err != nil {
 		return Target{}, err
 	}
-	return SQLTarget(q, s.Lease)
+	t, err := SQLTarget(q, s.Lease)
+	if err == nil && s.Target == "python" {
+		var python string
+		if python, err = FindPython(); err == nil {
+			p, perr := Python(python)
+			t, err = p, perr
+		}
+	}
+	return t, err
 }
 
 // Replay runs a saved run again: the same target, seed, workers, window and workload, and the
@@ -252,4 +268,78 @@ func Replay(ctx context.Context, srv *pgserver.Server, path, reportDir string) (
 	}
 	return Run(ctx, Config{Server: srv, Target: t, Workers: s.Workers, Window: s.Window, WorkMS: s.WorkMS, Rate: s.Rate,
 		Seed: s.Seed, Schedule: sched, ReportDir: reportDir})
+}
+
+// Markdown is the verdict table of several campaigns, one row each: what was injected and
+// observed, what held, what broke, when the first violation came, and where its replay is.
+func Markdown(w io.Writer, sums []*Summary, kept map[string]string) {
+	fmt.Fprintln(w, "| deployment | runs | faults injected | jobs | executions | effects | verdict | broken (not promised: measured) | first violation | replay |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range sums {
+		t := s.Totals()
+		table := s.Table()
+		var broken, measured []string
+		for _, p := range table.Judged {
+			switch {
+			case table.Violated[p]:
+				broken = append(broken, fmt.Sprint(int(p)))
+			case table.NotPromised[p] > 0:
+				measured = append(measured, fmt.Sprintf("%d (%d)", int(p), table.NotPromised[p]))
+			}
+		}
+		verdict, first, replay := "held", "", ""
+		if !s.OK() {
+			verdict = "VIOLATED"
+			first = model.Stamp(t.FirstViolation)
+		}
+		if k := kept[s.Target]; k != "" {
+			replay = "`" + k + "`"
+		}
+		effects := "-"
+		if t.Effects >= 0 {
+			effects = fmt.Sprint(t.Effects)
+		}
+		cell := strings.Join(broken, ", ")
+		if len(measured) > 0 {
+			cell = strings.TrimPrefix(cell+"; "+strings.Join(measured, ", "), "; ")
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %d | %d | %s | %s | %s | %s | %s |\n", s.Target, len(s.Results), t.FaultsText(), t.Enqueued, t.Executions,
+			effects, verdict, cell, first, replay)
+	}
+}
+
+// Keep copies a campaign's first violating run (its shrunk replay where there is one) into
+// dir/TARGET: run.json, which replays it, deploy.txt and, where one job is to blame, its
+// timeline. It returns the run.json kept ("" when every run held).
+func (s *Summary) Keep(dir string) (string, error) {
+	src := ""
+	for _, r := range s.Results {
+		if !r.OK() {
+			src = r.Dir
+			break
+		}
+	}
+	if s.Shrunk != nil {
+		src = s.Shrunk.Dir
+	}
+	if src == "" {
+		return "", nil
+	}
+	dst := filepath.Join(dir, s.Target)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	for _, name := range []string{RunFile, DeployFile, report.TimelineFile, report.VerdictFile} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(dst, RunFile), nil
 }

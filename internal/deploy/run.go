@@ -23,12 +23,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pgqcheck/pgqcheck/internal/deploy/observed"
 	"github.com/pgqcheck/pgqcheck/internal/deploy/protocol"
 	"github.com/pgqcheck/pgqcheck/internal/linear/check"
 	"github.com/pgqcheck/pgqcheck/internal/linear/history"
+	"github.com/pgqcheck/pgqcheck/internal/modroot"
 	"github.com/pgqcheck/pgqcheck/sut"
 	"github.com/pgqcheck/pgqcheck/sut/pgserver"
 )
@@ -194,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	begin := time.Now()
-	scratch, err := os.MkdirTemp("", "pgqcheck-deploy-")
+	scratch, err := scratchDir("pgqcheck-deploy-run-")
 	if err != nil {
 		return nil, fmt.Errorf("pgqcheck: a scratch folder for the run: %v", err)
 	}
@@ -289,6 +291,14 @@ type Spec struct {
 
 func (r *run) spec() Spec {
 	c, t := r.cfg, r.cfg.Target
-	return Spec{Target: t.Name, Source: t.Source, Queue: t.Queue, Seed: c.Seed, Workers: c.Workers, Window: c.Window, WorkMS: c.WorkMS,
+	queue := t.Queue
+	// A folder inside the module is kept relative to its root, so that the replay resolves
+	// in another checkout.
+	if root, ok := modroot.Here(); ok && filepath.IsAbs(queue) {
+		if rel, err := filepath.Rel(root, queue); err == nil && !strings.HasPrefix(rel, "..") {
+			queue = rel
+		}
+	}
+	return Spec{Target: t.Name, Source: t.Source, Queue: queue, Seed: c.Seed, Workers: c.Workers, Window: c.Window, WorkMS: c.WorkMS,
 		Rate: c.Rate, Lease: t.Lease, Horizon: t.Horizon, Schedule: r.res.Schedule}
 }
