@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Vets and tests every adapters module (adapters/ holds the newest River and gue; a module per
-# older River version, and one for neoq): each asserts its queues' verdicts as measured and
-# replays the counterexamples kept under its testdata/cases. Two lanes run side by side, neoq
+# older River version, one for neoq, one for goqite): each asserts its queues' verdicts as
+# measured and replays the counterexamples kept under its testdata/cases, and judges its
+# library as deployed (internal/deploy: worker processes of the library's own client under
+# process faults; River's runs last about a minute and a half). Two lanes run side by side, neoq
 # and River v0.47.0 in one, the rest in the other (measured beside a flake run: neoq's module
 # 205 s, River v0.47.0's about 85 s, gue's and River v0.51.2's together 150 s, River v0.48.0's
 # about 90 s): neoq's campaigns mostly wait (each claim starts a neoq backend and waits for its
@@ -30,7 +32,7 @@ lane() {
 lane neoq-river047 neoq river047 &
 neoq_pid=$!
 status=0
-lane river-gue . river048 riverq judge || status=1
+lane river-gue . river048 riverq judge goqite || status=1
 wait "$neoq_pid" || status=1
 neoq_pid=""
 exit "$status"
