@@ -34,8 +34,11 @@ func TestListenPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Closed on every way out, so that a failure here leaves no goroutine to the proxy tests
+	// that count them; the count below closes it first.
+	defer p.Close()
 	host, port, _ := net.SplitHostPort(p.Addr())
-	dsn := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable connect_timeout=2", host, port, cfg.User, cfg.Database)
+	dsn := fmt.Sprintf("host=%s port=%s user=%s password='%s' dbname=%s sslmode=disable connect_timeout=2", host, port, cfg.User, cfg.Password, cfg.Database)
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, dsn)
 	if err != nil {
