@@ -215,9 +215,10 @@ func (b *Builder) overlapping(e1, e2 Execution, r Rules) *Finding {
 	}
 	liveUntil := b.sinceMicros(e1.Claimed) + r.Lease
 	claimEnd := b.sinceMicros(e2.Start)
-	// An execution that finished or failed its job before the other's claim began ended its
-	// lease with it.
-	ended := e1.End > 0 && e1.End < e2.Claimed && (e1.Result == protocol.ResultDone || e1.Result == protocol.ResultFailed)
+	// An execution that finished its job, or returned its failure (a library then releases the
+	// job), before the other's claim began ended its lease with it.
+	ended := e1.End > 0 && e1.End < e2.Claimed &&
+		(e1.Result == protocol.ResultDone || e1.Result == protocol.ResultFailed || e1.Result == protocol.ResultCancelled)
 	if claimEnd >= liveUntil || ended {
 		return nil
 	}

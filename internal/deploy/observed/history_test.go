@@ -150,3 +150,20 @@ func TestApart(t *testing.T) {
 		t.Fatalf("attempts %d, %d, %d: the second execution and its completion must share an attempt of their own", evs[0].Gen, evs[2].Gen, evs[3].Gen)
 	}
 }
+
+// TestReleasedIsNoOverlap: an execution whose handler gave up (its completion failed, or its
+// context ended) released its job: another claim of it after that end, within the first
+// claim's lease, is no overlap.
+func TestReleasedIsNoOverlap(t *testing.T) {
+	for _, result := range []string{protocol.ResultFailed, protocol.ResultCancelled} {
+		b := &Builder{Origin: origin, Lease: time.Hour}
+		b.Worker("w1", []protocol.Event{
+			{Ev: protocol.EvStart, Job: 1, Gen: 1, At: at(11), Claimed: at(10)},
+			{Ev: protocol.EvEnd, Job: 1, Gen: 1, At: at(50), Result: result},
+			{Ev: protocol.EvStart, Job: 1, Gen: 2, At: at(101), Claimed: at(100)},
+		})
+		if v := b.Check(Rules{Lease: time.Hour}); !v.OK() {
+			t.Errorf("a claim after a %s execution's end: %v", result, v.Findings[0].Violation)
+		}
+	}
+}
