@@ -13,6 +13,8 @@ import (
 // each finding a value with its property, as every mode's are.
 type Verdict struct {
 	Executions int
+	// Execs are the executions judged, in the order they began.
+	Execs []Execution
 	// Effects is the business effects the last snapshot counted (-1: the queue counts none).
 	Effects int64
 	// Findings break a promise the queue makes; NotPromised are what it did that it declares
@@ -58,7 +60,7 @@ type Rules struct {
 // certain on those windows counts.
 func (b *Builder) Check(r Rules) *Verdict {
 	execs := b.Executions()
-	v := &Verdict{Executions: len(execs), Effects: -1, LastSeen: map[int64]string{}}
+	v := &Verdict{Executions: len(execs), Execs: execs, Effects: -1, LastSeen: map[int64]string{}}
 	byJob := map[int64][]Execution{}
 	for _, e := range execs {
 		byJob[e.Job] = append(byJob[e.Job], e)
