@@ -3,7 +3,8 @@
 # older River version, one for neoq, one for goqite): each asserts its queues' verdicts as
 # measured and replays the counterexamples kept under its testdata/cases, and judges its
 # library as deployed (internal/deploy: worker processes of the library's own client under
-# process faults; River's runs last about a minute and a half). Two lanes run side by side, neoq
+# process faults; River v0.51.2's run lasts about a minute and a quarter, gue's, neoq's and
+# goqite's about 20 s each). Two lanes run side by side, neoq
 # and River v0.47.0 in one, the rest in the other (measured beside a flake run: neoq's module
 # 205 s, River v0.47.0's about 85 s, gue's and River v0.51.2's together 150 s, River v0.48.0's
 # about 90 s): neoq's campaigns mostly wait (each claim starts a neoq backend and waits for its
